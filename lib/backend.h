@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The questions the residency strategy and the detector ask of a kernel.
+ *
+ * detect.c and residency.c are written once against these ops and run
+ * unchanged on the real kernel (backend-kernel.c) and on the in-process
+ * model (model/). No code above this interface makes a syscall.
+ */
+#ifndef PC_BACKEND_H
+#define PC_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "pagecache/pagecache.h"
+
+/* One open file as a backend sees it: the kernel wraps an fd, the model a
+ * pcm_fd. Owned by the backend; the strategy only passes it back. */
+struct pc_bfile;
+
+enum pc_bfile_type {
+	PC_BFILE_REGULAR = 1,  /* regular files and memfds */
+	PC_BFILE_BLOCK,        /* block devices (size from BLKGETSIZE64) */
+	PC_BFILE_OTHER,        /* directories, FIFOs, sockets, char devices ... */
+};
+
+struct pc_bstat {
+	int type;              /* enum pc_bfile_type */
+	uint64_t size;         /* bytes */
+};
+
+/* The detected facts the strategy needs for one file. */
+struct pc_modes {
+	int mincore;           /* enum pc_mincore_mode (policy for unprivileged users) */
+	int cachestat;         /* enum pc_cachestat_mode */
+	int nowait;            /* enum pc_nowait_mode of this file's filesystem */
+};
+
+struct pc_backend;
+
+struct pc_backend_ops {
+	long (*page_size)(struct pc_backend *b);
+
+	/* --- questions about one open file ---------------------------------- */
+	int (*fstat)(struct pc_backend *b, struct pc_bfile *f, struct pc_bstat *st);
+	/* mincore(2) of file pages [page, page + npages) through a fresh,
+	 * untouched PROT_READ MAP_SHARED mapping; pages past EOF are allowed
+	 * (they are never touched). vec gets one byte per page, bit 0 set for
+	 * resident, exactly as the kernel fills it. 0 or -errno. */
+	int (*mincore)(struct pc_backend *b, struct pc_bfile *f, uint64_t page,
+		       uint64_t npages, unsigned char *vec);
+	/* cachestat(2) of a byte range, flags passed through. 0 or -errno. */
+	int (*cachestat)(struct pc_backend *b, struct pc_bfile *f, uint64_t off,
+			 uint64_t len, unsigned int flags, struct pc_cachestat *out);
+	/* One 1-byte RWF_NOWAIT read per listed page, in the order given;
+	 * resident[i] = 1 for a hit, 0 for EAGAIN or EOF. *source gets
+	 * PC_SOURCE_IO_URING or PC_SOURCE_PREADV2. n or -errno. */
+	ssize_t (*probe)(struct pc_backend *b, struct pc_bfile *f, const uint64_t *pages,
+			 size_t n, uint8_t *resident, int *source);
+	/* A new open file description of the same file, read-only, with
+	 * POSIX_FADV_RANDOM, so that probing does not disturb the caller's fd
+	 * (its readahead state). Closed with close(). 0 or -errno. */
+	int (*reopen_random)(struct pc_backend *b, struct pc_bfile *f, struct pc_bfile **out);
+	/* The predicate (gate.c on the kernel): 1 pass, 0 fail, -errno. */
+	int (*gate_predict)(struct pc_backend *b, struct pc_bfile *f);
+	/* Detected modes that apply to this file (cached by the backend). */
+	int (*modes)(struct pc_backend *b, struct pc_bfile *f, struct pc_modes *out);
+	void (*close)(struct pc_backend *b, struct pc_bfile *f);
+
+	/* --- primitives for the detector ------------------------------------ */
+	/* A scratch file of npages zero pages, owned by the caller: in memory
+	 * (memfd) when dirfd < 0, else an unlinked O_TMPFILE on dirfd's
+	 * filesystem. 0, -EROFS/-EACCES/-EOPNOTSUPP... when it cannot be made. */
+	int (*scratch_new)(struct pc_backend *b, int dirfd, uint64_t npages,
+			   struct pc_bfile **out);
+	/* Write one page of non-zero bytes at page (caches it). */
+	int (*write_page)(struct pc_backend *b, struct pc_bfile *f, uint64_t page);
+	int (*sync)(struct pc_backend *b, struct pc_bfile *f);
+	/* POSIX_FADV_DONTNEED over [page, page + npages). */
+	int (*evict)(struct pc_backend *b, struct pc_bfile *f, uint64_t page, uint64_t npages);
+	/* A file that ordinary users cannot write, owned by root, and that is
+	 * surely cached (the libc holding printf). 0 or -errno. */
+	int (*system_file)(struct pc_backend *b, struct pc_bfile **out);
+	/* A readable file in dirfd's directory with at least one page that is
+	 * not resident and whose residency the caller can see; *page gets it.
+	 * -ENOENT when there is none. */
+	int (*find_cold_page)(struct pc_backend *b, int dirfd, struct pc_bfile **out,
+			      uint64_t *page);
+	/* Run fn as an unprivileged user (fsuid/fsgid 65534, no capabilities)
+	 * would: the kernel uses a helper thread that called setfsuid(65534).
+	 * -EPERM when the caller cannot switch (it is unprivileged already). */
+	int (*as_nobody)(struct pc_backend *b, int (*fn)(struct pc_backend *b, void *arg),
+			 void *arg);
+	/* Wait before polling again (the model returns at once). */
+	void (*pause_ms)(struct pc_backend *b, unsigned int ms);
+};
+
+struct pc_backend {
+	const struct pc_backend_ops *ops;
+	void *ctx;                  /* the implementation's own state */
+};
+
+/* ---- the strategy, written once (detect.c, residency.c) ------------------ */
+
+/* Decision procedures of KERNEL.md section 5; each returns the enum value
+ * or -errno. They make no decision on what "this machine" is. */
+int pc_detect_mincore_on(struct pc_backend *b);
+int pc_detect_cachestat_on(struct pc_backend *b);
+int pc_detect_nowait_on(struct pc_backend *b, int dirfd);
+
+/* pc_residency()'s strategy for an open backend file. */
+int pc_residency_on(struct pc_backend *b, struct pc_bfile *f, uint64_t offset,
+		    uint64_t length, unsigned int flags, struct pc_residency **out);
+
+/* ---- the real kernel ----------------------------------------------------- */
+
+/* The process-wide kernel backend (stateless; detection results are cached
+ * behind pthread_once in backend-kernel.c). */
+struct pc_backend *pc_kernel_backend(void);
+/* Wrap an fd the caller owns (not closed by close()). */
+int pc_kernel_bfile_wrap(int fd, struct pc_bfile **out);
+
+#endif

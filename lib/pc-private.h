@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/* Internal helpers shared by the library's modules. Not installed. */
+#ifndef PC_PRIVATE_H
+#define PC_PRIVATE_H
+
+#include <errno.h>
+#include <stdint.h>
+
+#include "pagecache/pagecache.h"
+
+#define PC_EXPORT __attribute__((visibility("default")))
+
+#define PC_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* -errno from the last failed libc call, never 0. */
+static inline int pc_neg_errno(void)
+{
+	return errno > 0 ? -errno : -EIO;
+}
+
+static inline uint64_t pc_div_round_up(uint64_t n, uint64_t d)
+{
+	return n / d + (n % d != 0);
+}
+
+/* cachestat(2), raw: flags passed through so detection can probe with 1. */
+int pc_sys_cachestat(int fd, uint64_t offset, uint64_t length, unsigned int flags,
+		     struct pc_cachestat *out);
+
+/* Whether the calling thread is ignored by the gate because it owns the
+ * file, holds CAP_FOWNER over it or may write it (KERNEL.md section 1),
+ * without consulting the detected mincore mode: 1, 0 or -errno. */
+int pc_gate_predict(int fd);
+
+/* A residency answer (residency.c). bits is NULL for count-only and
+ * unknown results; bit i stands for file page first_page + i. */
+struct pc_residency {
+	uint64_t first_page;
+	uint64_t npages;
+	uint64_t resident;
+	uint64_t file_size;
+	int quality;
+	int source;
+	int perturbed;
+	uint64_t *bits;
+};
+
+#endif

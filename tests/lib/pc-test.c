@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/magic.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fsuid.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "pc-test.h"
+
+static char *scratch;
+static int scratch_owned;
+
+static void die(const char *what)
+{
+	fprintf(stderr, "pc-test: %s: %s\n", what, strerror(errno));
+	exit(99);
+}
+
+static void remove_scratch(void)
+{
+	char cmd[4200];
+
+	if (!scratch || !scratch_owned || getenv("PC_TEST_KEEP"))
+		return;
+	snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", scratch);
+	if (system(cmd) != 0)
+		fprintf(stderr, "pc-test: could not remove %s\n", scratch);
+}
+
+const char *pc_test_dir(void)
+{
+	struct statfs sfs;
+	const char *env;
+
+	if (scratch)
+		return scratch;
+	env = getenv("PC_TEST_DIR");
+	if (env && *env) {
+		char tmpl[4096];
+
+		/* a private subdirectory, so parallel suites never collide */
+		snprintf(tmpl, sizeof(tmpl), "%s/pc-test-XXXXXX", env);
+		scratch = strdup(tmpl);
+	} else {
+		scratch = strdup("/var/tmp/pc-test-XXXXXX");
+	}
+	if (!scratch || !mkdtemp(scratch))
+		die("mkdtemp");
+	scratch_owned = 1;
+	if (chmod(scratch, 0755) < 0)
+		die("chmod scratch dir");
+	atexit(remove_scratch);
+	if (statfs(scratch, &sfs) == 0 && sfs.f_type == TMPFS_MAGIC) {
+		printf("SKIP: scratch directory %s is on tmpfs: eviction does not work there\n",
+		       scratch);
+		exit(77);
+	}
+	return scratch;
+}
+
+const char *pc_test_path(const char *name)
+{
+	size_t len = strlen(pc_test_dir()) + strlen(name) + 2;
+	char *p = malloc(len);
+
+	if (!p)
+		die("malloc");
+	snprintf(p, len, "%s/%s", pc_test_dir(), name);
+	return p; /* test processes are short-lived; freed at exit */
+}
+
+const char *pc_test_make_file(const char *name, uint64_t npages, mode_t mode, int uid, int gid)
+{
+	const char *path = pc_test_path(name);
+	long ps = sysconf(_SC_PAGESIZE);
+	char *buf = malloc((size_t)ps);
+	int fd;
+
+	if (!buf)
+		die("malloc");
+	unlink(path);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		die(path);
+	for (uint64_t i = 0; i < npages; i++) {
+		memset(buf, (int)('a' + i % 26), (size_t)ps);
+		if (pwrite(fd, buf, (size_t)ps, (off_t)(i * (uint64_t)ps)) != ps)
+			die("pwrite");
+	}
+	if (fsync(fd) < 0)
+		die("fsync");
+	if (uid >= 0 && fchown(fd, (uid_t)uid, (gid_t)gid) < 0)
+		die("fchown");
+	if (fchmod(fd, mode) < 0)
+		die("fchmod");
+	close(fd);
+	free(buf);
+	return path;
+}
+
+void pc_test_set_pattern(const char *path, const uint64_t *pages, size_t n)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+	char byte;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		die(path);
+	fdatasync(fd);
+	if (posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) != 0)
+		die("fadvise DONTNEED");
+	if (posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM) != 0)
+		die("fadvise RANDOM");
+	for (size_t i = 0; i < n; i++)
+		if (pread(fd, &byte, 1, (off_t)(pages[i] * (uint64_t)ps)) < 0)
+			die("pread");
+	close(fd);
+}
+
+uint64_t pc_test_mincore(const char *path, unsigned char **vec)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+	struct stat st;
+	uint64_t npages;
+	void *map;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || fstat(fd, &st) < 0)
+		die(path);
+	npages = ((uint64_t)st.st_size + (uint64_t)ps - 1) / (uint64_t)ps;
+	*vec = calloc(npages ? npages : 1, 1);
+	if (!*vec)
+		die("calloc");
+	if (npages) {
+		map = mmap(NULL, npages * (uint64_t)ps, PROT_READ, MAP_SHARED, fd, 0);
+		if (map == MAP_FAILED)
+			die("mmap");
+		if (mincore(map, npages * (uint64_t)ps, *vec) < 0)
+			die("mincore");
+		munmap(map, npages * (uint64_t)ps);
+		for (uint64_t i = 0; i < npages; i++)
+			(*vec)[i] &= 1;
+	}
+	close(fd);
+	return npages;
+}
+
+int pc_test_as_nobody(int (*fn)(void *arg, void *buf, size_t bufsize), void *arg,
+		      void *buf, size_t bufsize)
+{
+	int pipefd[2], status, ret = -999;
+	pid_t pid;
+
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		die("pipe2");
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (pid == 0) {
+		int r;
+
+		close(pipefd[0]);
+		if (setgroups(0, NULL) < 0 || setgid(PC_TEST_NOBODY) < 0 ||
+		    setuid(PC_TEST_NOBODY) < 0)
+			_exit(98);
+		if (buf)
+			memset(buf, 0, bufsize);
+		r = fn(arg, buf, bufsize);
+		if (write(pipefd[1], &r, sizeof(r)) != sizeof(r))
+			_exit(97);
+		if (buf && write(pipefd[1], buf, bufsize) != (ssize_t)bufsize)
+			_exit(97);
+		_exit(0);
+	}
+	close(pipefd[1]);
+	if (read(pipefd[0], &ret, sizeof(ret)) != sizeof(ret))
+		ret = -999;
+	else if (buf) {
+		size_t got = 0;
+
+		while (got < bufsize) {
+			ssize_t n = read(pipefd[0], (char *)buf + got, bufsize - got);
+
+			if (n <= 0)
+				break;
+			got += (size_t)n;
+		}
+	}
+	close(pipefd[0]);
+	if (waitpid(pid, &status, 0) < 0)
+		die("waitpid");
+	if (WIFSIGNALED(status))
+		return -1000 - WTERMSIG(status);
+	if (WEXITSTATUS(status) != 0) {
+		fprintf(stderr, "pc-test: nobody child exited %d\n", WEXITSTATUS(status));
+		return -1000;
+	}
+	return ret;
+}
+
+struct fsuid_call {
+	int (*fn)(void *arg);
+	void *arg;
+	int ret;
+};
+
+static void *fsuid_thread(void *p)
+{
+	struct fsuid_call *c = p;
+
+	setfsgid(PC_TEST_NOBODY);
+	setfsuid(PC_TEST_NOBODY);
+	if ((int)setfsuid((uid_t)-1) != PC_TEST_NOBODY) {
+		c->ret = -EPERM;
+		return NULL;
+	}
+	c->ret = c->fn(c->arg);
+	return NULL;
+}
+
+int pc_test_in_fsuid_thread(int (*fn)(void *arg), void *arg)
+{
+	struct fsuid_call c = { .fn = fn, .arg = arg, .ret = -999 };
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, fsuid_thread, &c) != 0)
+		die("pthread_create");
+	pthread_join(t, NULL);
+	return c.ret;
+}
+
+int pc_test_under_valgrind(void)
+{
+	const char *v = getenv("PC_UNDER_VALGRIND");
+
+	return v && strcmp(v, "1") == 0;
+}
+
+int pc_test_is_root(void)
+{
+	return geteuid() == 0;
+}
+
+void pc_test_skip(const char *what, const char *why)
+{
+	printf("SKIP: %s: %s\n", what, why);
+	fflush(stdout);
+}

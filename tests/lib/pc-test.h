@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/* Helpers shared by the test suites: scratch files on a real disk, known
+ * residency patterns, and running code as uid 65534. */
+#ifndef PC_TEST_H
+#define PC_TEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define PC_TEST_NOBODY 65534
+
+/* A scratch directory on a real disk that uid 65534 can traverse: $PC_TEST_DIR
+ * or a fresh mkdtemp under /var/tmp (mode 0755), removed at exit. Exits 77
+ * when it is on tmpfs (eviction does not work there). */
+const char *pc_test_dir(void);
+
+/* A path in pc_test_dir() (static buffer per call site is not needed: the
+ * string is malloc'ed and freed at exit). */
+const char *pc_test_path(const char *name);
+
+/* Create name in the scratch dir with npages pages of non-zero bytes, then
+ * fsync, chown uid:gid (unless uid < 0) and chmod mode. Returns the path. */
+const char *pc_test_make_file(const char *name, uint64_t npages, mode_t mode, int uid, int gid);
+
+/* Evict the whole file (fsync + POSIX_FADV_DONTNEED), then read the listed
+ * pages through a POSIX_FADV_RANDOM fd so each comes in alone. */
+void pc_test_set_pattern(const char *path, const uint64_t *pages, size_t n);
+
+/* mincore vector of the whole file through a fresh mapping; the truth when
+ * the caller passes the gate (root). Returns the page count, vec malloc'ed. */
+uint64_t pc_test_mincore(const char *path, unsigned char **vec);
+
+/* Run fn(arg, buf, bufsize) in a forked child as uid/gid 65534 with no
+ * supplementary groups; its return value and up to bufsize bytes it writes
+ * to buf come back. Returns fn's value, or -1000 - signal when the child
+ * died. buf may be NULL. */
+int pc_test_as_nobody(int (*fn)(void *arg, void *buf, size_t bufsize), void *arg,
+		      void *buf, size_t bufsize);
+
+/* Run fn(arg) in a thread that first called setfsuid/setfsgid(65534). */
+int pc_test_in_fsuid_thread(int (*fn)(void *arg), void *arg);
+
+/* 1 when the suite runs under valgrind (PC_UNDER_VALGRIND=1). */
+int pc_test_under_valgrind(void);
+
+/* 1 when running as root. */
+int pc_test_is_root(void);
+
+/* Print "SKIP: <what>: <why>" so scripts/test.sh can collect it. */
+void pc_test_skip(const char *what, const char *why);
+
+#endif
