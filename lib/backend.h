@@ -30,11 +30,10 @@ struct pc_bstat {
 	uint64_t size;         /* bytes */
 };
 
-/* The detected facts the strategy needs for one file. */
+/* The detected process-wide facts the strategy needs. */
 struct pc_modes {
 	int mincore;           /* enum pc_mincore_mode (policy for unprivileged users) */
 	int cachestat;         /* enum pc_cachestat_mode */
-	int nowait;            /* enum pc_nowait_mode of this file's filesystem */
 };
 
 struct pc_backend;
@@ -64,8 +63,11 @@ struct pc_backend_ops {
 	int (*reopen_random)(struct pc_backend *b, struct pc_bfile *f, struct pc_bfile **out);
 	/* The predicate (gate.c on the kernel): 1 pass, 0 fail, -errno. */
 	int (*gate_predict)(struct pc_backend *b, struct pc_bfile *f);
-	/* Detected modes that apply to this file (cached by the backend). */
-	int (*modes)(struct pc_backend *b, struct pc_bfile *f, struct pc_modes *out);
+	/* Detected process-wide modes (cached by the backend). 0 or -errno. */
+	int (*modes)(struct pc_backend *b, struct pc_modes *out);
+	/* enum pc_nowait_mode of f's filesystem (cached by the backend). Asked
+	 * only when a probe is needed: finding out writes a scratch file. */
+	int (*nowait_mode)(struct pc_backend *b, struct pc_bfile *f);
 	void (*close)(struct pc_backend *b, struct pc_bfile *f);
 
 	/* --- primitives for the detector ------------------------------------ */
