@@ -91,7 +91,9 @@ struct pc_backend_ops {
 			      uint64_t *page);
 	/* Run fn as an unprivileged user (fsuid/fsgid 65534, no capabilities)
 	 * would: the kernel uses a helper thread that called setfsuid(65534).
-	 * -EPERM when the caller cannot switch (it is unprivileged already). */
+	 * Returns fn's value (the detector's fns return 0 and leave their
+	 * answers in arg), or -EPERM when the caller cannot switch (it is
+	 * unprivileged already) and fn did not run. */
 	int (*as_nobody)(struct pc_backend *b, int (*fn)(struct pc_backend *b, void *arg),
 			 void *arg);
 	/* Wait before polling again (the model returns at once). */
@@ -116,6 +118,12 @@ int pc_residency_on(struct pc_backend *b, struct pc_bfile *f, uint64_t offset,
 		    uint64_t length, unsigned int flags, struct pc_residency **out);
 
 /* ---- the real kernel ----------------------------------------------------- */
+
+/* The NOWAIT mode remembered for a filesystem, or -ENOENT. */
+int pc_nowait_cached(dev_t dev);
+
+/* 1 if an io_uring RWF_NOWAIT read works in this process, else 0. */
+int pc_kernel_io_uring_works(void);
 
 /* The process-wide kernel backend (stateless; detection results are cached
  * behind pthread_once in backend-kernel.c). */
