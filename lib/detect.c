@@ -106,7 +106,7 @@ int pc_detect_mincore_on(struct pc_backend *b)
 		/* Unprivileged already: our own view is the users' view, unless
 		 * we pass the gate on the system file anyway. */
 		ret = gate_probe_fn(b, &g);
-		if (g.status == 0 && g.self_passes)
+		if (g.status == 0 && g.self_passes && semantics == PC_MINCORE_FULL)
 			return PC_MINCORE_UNKNOWN;
 	}
 	if (ret < 0)
