@@ -15,7 +15,8 @@
 # tests/expected-skips does not list fails the stage.
 #
 # The last line reads "N passed, N failed, N skipped", counting meson tests
-# over all stages; a stage whose build fails counts as one failure.
+# over all stages; a stage whose build, test run or skip accounting fails
+# without a failed test to show for it counts as one failure.
 
 set -euo pipefail
 
@@ -94,7 +95,7 @@ run_stage() {
 			if ((unexpected > 0)); then
 				result="FAIL (unexpected skip)"
 			else
-				result="FAIL (test log)"
+				result="FAIL (skip accounting)"
 				failed=$((failed + 1))
 			fi
 		fi

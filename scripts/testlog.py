@@ -12,8 +12,8 @@ Each skip gets an id, STAGE:TEST for a whole test, STAGE:TEST:CASE for a
 case, which tests/expected-skips matches (see the header of that file).
 
 Writes "PASSED FAILED SKIPPED UNEXPECTED" (meson tests; unexpected skips)
-to --counts. Exit status: 1 when --ci and a skip is not expected, or when
-the log or the expected-skips file cannot be read; otherwise 0.
+to --counts. Exit status: 1 when --ci and a skip is not expected, when the
+log cannot be read or when expected-skips has a malformed line; else 0.
 """
 
 import argparse
@@ -28,12 +28,12 @@ SKIP_LINE = re.compile(r"^SKIP: (.+?): (.*)$")
 
 
 def load_expected(path):
-    """[(pattern, reason, line number)]; format errors end the run."""
+    """([(pattern, reason, line number)], [format errors])."""
     entries, errors = [], []
     try:
         lines = open(path, encoding="utf-8").read().splitlines()
     except FileNotFoundError:
-        return entries
+        return entries, errors
     for n, line in enumerate(lines, 1):
         line = line.strip()
         if not line or line.startswith("#"):
@@ -43,11 +43,7 @@ def load_expected(path):
             errors.append(f"{path}:{n}: a pattern needs a reason: {line!r}")
             continue
         entries.append((fields[0], fields[1].strip(), n))
-    if errors:
-        for e in errors:
-            print(e)
-        sys.exit(1)
-    return entries
+    return entries, errors
 
 
 def short_name(name):
@@ -64,7 +60,7 @@ def main():
     ap.add_argument("--ci", action="store_true")
     args = ap.parse_args()
 
-    expected = load_expected(args.expected)
+    expected, format_errors = load_expected(args.expected)
     try:
         records = [json.loads(line) for line in open(args.log, encoding="utf-8",
                                                       errors="replace") if line.strip()]
@@ -108,7 +104,9 @@ def main():
 
     with open(args.counts, "w") as f:
         f.write(f"{counts['passed']} {counts['failed']} {counts['skipped']} {unexpected}\n")
-    return 1 if args.ci and unexpected else 0
+    for e in format_errors:
+        print(e)
+    return 1 if format_errors or (args.ci and unexpected) else 0
 
 
 if __name__ == "__main__":
