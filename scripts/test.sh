@@ -28,7 +28,7 @@ for arg in "$@"; do
 	case $arg in
 	--quick) quick=1 ;;
 	-h | --help)
-		sed -n '3,18s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+		sed -n '3,/^$/s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 		exit 0
 		;;
 	*)
