@@ -91,7 +91,9 @@ struct pc_backend_ops {
 			      uint64_t *page);
 	/* Run fn as an unprivileged user (fsuid/fsgid 65534, no capabilities)
 	 * would: the kernel uses a helper thread that called setfsuid(65534).
-	 * -EPERM when the caller cannot switch (it is unprivileged already). */
+	 * Returns fn's value (the detector's fns return 0 and leave their
+	 * answers in arg), or -EPERM when the caller cannot switch (it is
+	 * unprivileged already) and fn did not run. */
 	int (*as_nobody)(struct pc_backend *b, int (*fn)(struct pc_backend *b, void *arg),
 			 void *arg);
 	/* Wait before polling again (the model returns at once). */
@@ -111,11 +113,28 @@ int pc_detect_mincore_on(struct pc_backend *b);
 int pc_detect_cachestat_on(struct pc_backend *b);
 int pc_detect_nowait_on(struct pc_backend *b, int dirfd);
 
+enum pc_verdict {
+	PC_VERDICT_TRUTHFUL,   /* mincore tells this caller the truth about the file */
+	PC_VERDICT_HIDDEN,     /* mincore fakes, shows mapped pages only, or is useless */
+};
+
+/* Whether mincore is truthful for f (size bytes) and this caller: the
+ * beyond-EOF probe, then the gate where a failed gate reads 0 too.
+ * enum pc_verdict or -errno. */
+int pc_file_verdict(struct pc_backend *b, struct pc_bfile *f, const struct pc_modes *m,
+		    uint64_t size);
+
 /* pc_residency()'s strategy for an open backend file. */
 int pc_residency_on(struct pc_backend *b, struct pc_bfile *f, uint64_t offset,
 		    uint64_t length, unsigned int flags, struct pc_residency **out);
 
 /* ---- the real kernel ----------------------------------------------------- */
+
+/* The NOWAIT mode remembered for a filesystem, or -ENOENT. */
+int pc_nowait_cached(dev_t dev);
+
+/* 1 if an io_uring RWF_NOWAIT read works in this process, else 0. */
+int pc_kernel_io_uring_works(void);
 
 /* The process-wide kernel backend (stateless; detection results are cached
  * behind pthread_once in backend-kernel.c). */
