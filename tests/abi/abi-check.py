@@ -3,7 +3,8 @@
 
   symbols    the shared library exports exactly the symbols that the version
              script lists, each with the version of its node
-  header     the public header compiles alone (C99 pedantic, C++11)
+  header     each public header (include/pagecache/*.h) compiles alone
+             (C99 pedantic, C++11)
   installed  `meson install --destdir` into the build directory, then build
              the examples through the installed pagecache.pc and run them
 
@@ -96,15 +97,23 @@ def cmd_symbols(args):
 # ---- header ------------------------------------------------------------------
 
 def cmd_header(args):
-    probe = f"#include <{args.header}>\n"
-    run(args.cc + ["-std=c99", "-pedantic", "-Werror", "-Wall", "-Wextra",
-                   "-Wstrict-prototypes", "-I", args.include,
-                   "-x", "c", "-c", "-o", os.devnull, "-"], input=probe)
+    """Each public header alone, as C99 and as C++11."""
+    headers = sorted(f for f in os.listdir(os.path.join(args.include, "pagecache"))
+                     if f.endswith(".h"))
+    if "pagecache.h" not in headers:
+        fail(f"no pagecache/pagecache.h under {args.include}")
+    for h in headers:
+        probe = f"#include <pagecache/{h}>\n"
+        print(f"# pagecache/{h} alone")
+        run(args.cc + ["-std=c99", "-pedantic", "-Werror", "-Wall", "-Wextra",
+                       "-Wstrict-prototypes", "-I", args.include,
+                       "-x", "c", "-c", "-o", os.devnull, "-"], input=probe)
+        if args.cxx:
+            run([args.cxx, "-std=c++11", "-pedantic", "-Werror", "-Wall", "-Wextra",
+                 "-I", args.include, "-x", "c++", "-c", "-o", os.devnull, "-"], input=probe)
     if not args.cxx:
         skip("header-c++", "no C++ compiler found (install g++)")
         raise SystemExit(77)
-    run([args.cxx, "-std=c++11", "-pedantic", "-Werror", "-Wall", "-Wextra",
-         "-I", args.include, "-x", "c++", "-c", "-o", os.devnull, "-"], input=probe)
 
 
 # ---- installed ---------------------------------------------------------------
@@ -302,7 +311,6 @@ def main():
     s.add_argument("--map", required=True)
     h = sub.add_parser("header")
     h.add_argument("--include", required=True)
-    h.add_argument("--header", default="pagecache/pagecache.h")
     h.add_argument("--cc", nargs="+", required=True)
     h.add_argument("--cxx", default="")
     i = sub.add_parser("installed")
