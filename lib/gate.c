@@ -229,14 +229,24 @@ static int write_permission_passes(int fd, const struct stat *st)
 	}
 }
 
+/* Only what mincore can be asked about: files that can be mapped and have
+ * a page cache. */
+static int mappable_file(int fd, struct stat *st)
+{
+	if (fstat(fd, st) < 0)
+		return pc_neg_errno();
+	if (!S_ISREG(st->st_mode) && !S_ISBLK(st->st_mode))
+		return -EINVAL;
+	return 0;
+}
+
 int pc_gate_predict(int fd)
 {
 	struct stat st;
+	int ret = mappable_file(fd, &st);
 
-	if (fstat(fd, &st) < 0)
-		return pc_neg_errno();
-	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
-		return -EINVAL;
+	if (ret < 0)
+		return ret;
 	if (owner_passes(&st) || fowner_passes(&st))
 		return 1;
 	return write_permission_passes(fd, &st);
@@ -248,8 +258,9 @@ PC_EXPORT int pc_can_do_mincore(int fd)
 		return -EBADF;
 	if (pc_detect_mincore() == PC_MINCORE_FULL) {
 		struct stat st;
+		int ret = mappable_file(fd, &st);
 
-		return fstat(fd, &st) < 0 ? pc_neg_errno() : 1;
+		return ret < 0 ? ret : 1;
 	}
 	return pc_gate_predict(fd);
 }
