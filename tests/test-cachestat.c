@@ -23,14 +23,6 @@
 #define SETTLE_MS 5000 /* cachestat counts pages still being read */
 #define PATTERN_NPAGES 1024
 
-/* pc_test_path() keeps its strings until exit without freeing them (see
- * tests/valgrind.supp); tell LeakSanitizer the same. */
-const char *__lsan_default_suppressions(void);
-const char *__lsan_default_suppressions(void)
-{
-	return "leak:pc_test_path\n";
-}
-
 static const uint64_t pattern[] = { 0, 3, 4, 5, 100, 257, 600, 1000, 1023 };
 
 static long ps(void)

@@ -30,14 +30,6 @@
 #define FAR_BEYOND_EOF (2UL << 20)
 #define MAX_ANSWERS 8
 
-/* pc_test_path() keeps its strings until exit without freeing them (see
- * tests/valgrind.supp); tell LeakSanitizer the same. */
-const char *__lsan_default_suppressions(void);
-const char *__lsan_default_suppressions(void)
-{
-	return "leak:pc_test_path\n";
-}
-
 struct gate_answer {
 	int predicted; /* pc_can_do_mincore() */
 	int kernel;    /* 1: mincore told the truth beyond EOF, 0: it faked, -errno */
