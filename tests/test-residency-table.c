@@ -229,19 +229,19 @@ static size_t check_probes(struct world *w, const struct expect *e, uint64_t fir
 
 	for (size_t i = 0; i < nlog; i++) {
 		CHECK(log[i].handle != pc_scripted_handle_id(w->fd),
-			      "%s: probed through the caller's own fd", what);
+		      "%s: probed through the caller's own fd", what);
 		CHECK(log[i].random, "%s: probed without POSIX_FADV_RANDOM", what);
 		CHECK(log[i].page >= first && log[i].page < first + n,
-			      "%s: probed page %llu outside the range", what,
-			      (unsigned long long)log[i].page);
+		      "%s: probed page %llu outside the range", what,
+		      (unsigned long long)log[i].page);
 		if (e->destructive && i > 0)
 			CHECK(log[i].page < log[i - 1].page,
-				      "%s: destructive probe of page %llu after page %llu", what,
-				      (unsigned long long)log[i].page,
-				      (unsigned long long)log[i - 1].page);
+			      "%s: destructive probe of page %llu after page %llu", what,
+			      (unsigned long long)log[i].page,
+			      (unsigned long long)log[i - 1].page);
 	}
 	CHECK(!pc_scripted_handle_random(w->fd), "%s: the caller's fd lost its readahead",
-		      what);
+	      what);
 	return nlog;
 }
 
@@ -276,24 +276,24 @@ static void check_call(struct world *w, int mc, int cs, int nw, int gate, unsign
 		struct pc_run run;
 
 		CHECK(pc_residency_quality(r) == PC_QUALITY_UNKNOWN,
-			      "%s: quality %s, want unknown", what,
-			      pc_quality_name(pc_residency_quality(r)));
+		      "%s: quality %s, want unknown", what,
+		      pc_quality_name(pc_residency_quality(r)));
 		ck_assert_uint_eq(pc_residency_resident(r), 0);
 		ck_assert_int_eq(pc_residency_source(r), PC_SOURCE_NONE);
 		ck_assert_int_eq(pc_residency_test(r, first), -ENODATA);
 		ck_assert_int_eq(pc_residency_next_run(r, first, &run), -ENODATA);
 		CHECK(probed == 0, "%s: probed %zu pages though the answer is unknown",
-			      what, probed);
+		      what, probed);
 		ck_assert_int_eq(pc_residency_perturbed(r), 0);
 	} else {
 		uint64_t want = truth_count(w, first, n);
 
 		CHECK(pc_residency_quality(r) == PC_QUALITY_EXACT,
-			      "%s: quality %s, want exact (%s)", what,
-			      pc_quality_name(pc_residency_quality(r)), path_name(e.path));
+		      "%s: quality %s, want exact (%s)", what,
+		      pc_quality_name(pc_residency_quality(r)), path_name(e.path));
 		CHECK(pc_residency_resident(r) == want,
-			      "%s: EXACT with %llu resident, truth %llu", what,
-			      (unsigned long long)pc_residency_resident(r), (unsigned long long)want);
+		      "%s: EXACT with %llu resident, truth %llu", what,
+		      (unsigned long long)pc_residency_resident(r), (unsigned long long)want);
 		if (flags & PC_RES_COUNT_ONLY) {
 			ck_assert_int_eq(pc_residency_test(r, first), -ENODATA);
 		} else {
@@ -301,44 +301,50 @@ static void check_call(struct world *w, int mc, int cs, int nw, int gate, unsign
 				int got = pc_residency_test(r, p);
 
 				CHECK(got == w->truth[p],
-					      "%s: EXACT says page %llu is %d, truth %d", what,
-					      (unsigned long long)p, got, w->truth[p]);
+				      "%s: EXACT says page %llu is %d, truth %d", what,
+				      (unsigned long long)p, got, w->truth[p]);
 			}
 		}
 		switch (e.path) {
 		case PATH_CACHESTAT:
 			ck_assert_int_eq(pc_residency_source(r), PC_SOURCE_CACHESTAT);
 			CHECK(pc_scripted_calls(w->s, PC_SOP_MINCORE) == 0,
-				      "%s: cachestat answered, yet mincore was called", what);
+			      "%s: cachestat answered, yet mincore was called", what);
+			CHECK(pc_scripted_calls(w->s, PC_SOP_NOWAIT_MODE) == 0,
+			      "%s: asked for the NOWAIT mode without probing", what);
 			CHECK(probed == 0, "%s: probed", what);
 			break;
 		case PATH_MINCORE:
+			/* finding out the NOWAIT mode writes a scratch file: only
+			 * when a probe is needed */
+			CHECK(pc_scripted_calls(w->s, PC_SOP_NOWAIT_MODE) == 0,
+			      "%s: asked for the NOWAIT mode without probing", what);
 			CHECK(pc_residency_source(r) == PC_SOURCE_MINCORE ||
-					      pc_residency_source(r) == PC_SOURCE_CACHESTAT,
-				      "%s: source %s", what, pc_source_name(pc_residency_source(r)));
+				      pc_residency_source(r) == PC_SOURCE_CACHESTAT,
+			      "%s: source %s", what, pc_source_name(pc_residency_source(r)));
 			CHECK(probed == 0, "%s: probed %zu pages where mincore tells the truth",
-				      what, probed);
+			      what, probed);
 			break;
 		case PATH_PROBE:
 			CHECK(pc_residency_source(r) == PC_SOURCE_PREADV2 ||
-					      pc_residency_source(r) == PC_SOURCE_IO_URING,
-				      "%s: source %s", what, pc_source_name(pc_residency_source(r)));
+				      pc_residency_source(r) == PC_SOURCE_IO_URING,
+			      "%s: source %s", what, pc_source_name(pc_residency_source(r)));
 			CHECK(probed == n, "%s: probed %zu of %llu pages", what, probed,
-				      (unsigned long long)n);
+			      (unsigned long long)n);
 			break;
 		default:
 			break;
 		}
 		CHECK(pc_residency_perturbed(r) == e.destructive,
-			      "%s: perturbed %d, but it %s probe destructively", what,
-			      pc_residency_perturbed(r), e.destructive ? "did" : "did not");
+		      "%s: perturbed %d, but it %s probe destructively", what,
+		      pc_residency_perturbed(r), e.destructive ? "did" : "did not");
 	}
 	/* the cache changed only where a destructive probe missed */
 	if (!e.destructive) {
 		for (uint64_t p = 0; p < w->npages; p++)
 			CHECK(pc_scripted_resident(w->file, p) == w->truth[p],
-				      "%s: page %llu changed without perturbing", what,
-				      (unsigned long long)p);
+			      "%s: page %llu changed without perturbing", what,
+			      (unsigned long long)p);
 	}
 	CHECK(pc_scripted_open_handles(w->s) == 1, "%s: handles left open", what);
 	pc_residency_free(r);
@@ -430,12 +436,12 @@ START_TEST(residency_never_wrong_when_modes_unknown)
 			ret = pc_residency_on(w.b, w.fd, 0, 0, flag_sets[fi], &r);
 			if (ret == 0 && pc_residency_quality(r) == PC_QUALITY_EXACT) {
 				CHECK(pc_residency_resident(r) == truth_count(&w, 0, w.npages),
-					      "modes unknown, truly mincore %s, cachestat %s, nowait %s, "
-					      "%s, flags %#x: EXACT with %llu resident, truth %llu",
-					      pc_mincore_mode_name(mc), pc_cachestat_mode_name(cs),
-					      pc_nowait_mode_name(nw), kind_name[kind], flag_sets[fi],
-					      (unsigned long long)pc_residency_resident(r),
-					      (unsigned long long)truth_count(&w, 0, w.npages));
+				      "modes unknown, truly mincore %s, cachestat %s, nowait %s, "
+				      "%s, flags %#x: EXACT with %llu resident, truth %llu",
+				      pc_mincore_mode_name(mc), pc_cachestat_mode_name(cs),
+				      pc_nowait_mode_name(nw), kind_name[kind], flag_sets[fi],
+				      (unsigned long long)pc_residency_resident(r),
+				      (unsigned long long)truth_count(&w, 0, w.npages));
 				for (uint64_t p = 0; !(flag_sets[fi] & PC_RES_COUNT_ONLY) && p < w.npages; p++)
 					CHECK(pc_residency_test(r, p) == w.truth[p], "page %llu",
 					      (unsigned long long)p);
@@ -443,9 +449,9 @@ START_TEST(residency_never_wrong_when_modes_unknown)
 			if (ret == 0 && pc_residency_perturbed(r) == 0) {
 				for (uint64_t p = 0; p < w.npages; p++)
 					CHECK(pc_scripted_resident(w.file, p) == w.truth[p],
-						      "modes unknown, nowait %s: page %llu changed, "
-						      "perturbed 0", pc_nowait_mode_name(nw),
-						      (unsigned long long)p);
+					      "modes unknown, nowait %s: page %llu changed, "
+					      "perturbed 0", pc_nowait_mode_name(nw),
+					      (unsigned long long)p);
 			}
 			pc_residency_free(r);
 			world_free(&w);
@@ -717,16 +723,16 @@ START_TEST(offset_and_length_are_clamped)
 					      &r);
 			CHECK(ret == 0, "case %zu flags %#x: %d", i, flags[force], ret);
 			CHECK(pc_residency_npages(r) == cases[i].npages,
-				      "case %zu (offset %llu length %llu): %llu pages, want %llu", i,
-				      (unsigned long long)cases[i].offset,
-				      (unsigned long long)cases[i].length,
-				      (unsigned long long)pc_residency_npages(r),
-				      (unsigned long long)cases[i].npages);
+			      "case %zu (offset %llu length %llu): %llu pages, want %llu", i,
+			      (unsigned long long)cases[i].offset,
+			      (unsigned long long)cases[i].length,
+			      (unsigned long long)pc_residency_npages(r),
+			      (unsigned long long)cases[i].npages);
 			if (cases[i].npages)
 				CHECK(pc_residency_first_page(r) == cases[i].first,
-					      "case %zu: first page %llu, want %llu", i,
-					      (unsigned long long)pc_residency_first_page(r),
-					      (unsigned long long)cases[i].first);
+				      "case %zu: first page %llu, want %llu", i,
+				      (unsigned long long)pc_residency_first_page(r),
+				      (unsigned long long)cases[i].first);
 			ck_assert_uint_eq(pc_residency_resident(r),
 					  truth_count(&w, cases[i].first, cases[i].npages));
 			for (uint64_t p = cases[i].first; p < cases[i].first + cases[i].npages; p++)
@@ -826,7 +832,10 @@ static int pat_all(uint64_t p) { (void)p; return 1; }
 static int pat_none(uint64_t p) { (void)p; return 0; }
 static int pat_alternating(uint64_t p) { return p % 2 == 1; }
 static int pat_middle(uint64_t p) { return p >= 60 && p < 140; }
-static int pat_word_edges(uint64_t p) { return (p >= 62 && p < 66) || (p >= 127 && p < 129) || p == 192; }
+static int pat_word_edges(uint64_t p)
+{
+	return (p >= 62 && p < 66) || (p >= 127 && p < 129) || p == 192;
+}
 
 struct pattern {
 	const char *name;
@@ -858,12 +867,12 @@ static void check_runs(const struct pc_residency *r, int (*fn)(uint64_t), const 
 	for (p = first; (ret = pc_residency_next_run(r, p, &run)) > 0; p = run.page + run.npages) {
 		CHECK(run.npages > 0, "%s: empty run", what);
 		CHECK(run.page >= p, "%s: run at %llu before %llu", what,
-			      (unsigned long long)run.page, (unsigned long long)p);
+		      (unsigned long long)run.page, (unsigned long long)p);
 		CHECK(run.page >= first && run.page + run.npages <= first + n,
-			      "%s: run %llu+%llu outside the result", what,
-			      (unsigned long long)run.page, (unsigned long long)run.npages);
+		      "%s: run %llu+%llu outside the result", what,
+		      (unsigned long long)run.page, (unsigned long long)run.npages);
 		CHECK(nruns == 0 || run.page > prev_end, "%s: runs %llu and %llu touch",
-			      what, (unsigned long long)prev_end, (unsigned long long)run.page);
+		      what, (unsigned long long)prev_end, (unsigned long long)run.page);
 		for (uint64_t q = run.page; q < run.page + run.npages; q++)
 			seen[q - first] = 1;
 		covered += run.npages;
@@ -873,7 +882,7 @@ static void check_runs(const struct pc_residency *r, int (*fn)(uint64_t), const 
 	ck_assert_int_eq(ret, 0);
 	for (uint64_t q = 0; q < n; q++)
 		CHECK(seen[q] == fn(first + q), "%s: page %llu in runs %d, truth %d", what,
-			      (unsigned long long)(first + q), seen[q], fn(first + q));
+		      (unsigned long long)(first + q), seen[q], fn(first + q));
 	ck_assert_uint_eq(covered, pc_residency_resident(r));
 	/* from past the end: none; from before the start: the first run */
 	ck_assert_int_eq(pc_residency_next_run(r, first + n, &run), 0);
@@ -988,13 +997,13 @@ START_TEST(shrinking_file_reads_not_resident_past_new_end)
 	ck_assert_uint_eq(pc_scripted_file_size(w.file), new_pages * PS);
 	if (pc_residency_quality(r) == PC_QUALITY_EXACT) {
 		CHECK(pc_residency_resident(r) == new_pages, "%s: %llu resident, want %llu",
-			      c->name, (unsigned long long)pc_residency_resident(r),
-			      (unsigned long long)new_pages);
+		      c->name, (unsigned long long)pc_residency_resident(r),
+		      (unsigned long long)new_pages);
 		if (!(c->flags & PC_RES_COUNT_ONLY)) {
 			for (uint64_t p = 0; p < 1000; p++)
 				CHECK(pc_residency_test(r, p) == (p < new_pages),
-					      "%s: page %llu reads %d", c->name,
-					      (unsigned long long)p, pc_residency_test(r, p));
+				      "%s: page %llu reads %d", c->name,
+				      (unsigned long long)p, pc_residency_test(r, p));
 			shrink_limit = new_pages;
 			check_runs(r, below_shrink_limit, c->name);
 		}
@@ -1035,8 +1044,8 @@ START_TEST(sparse_16g_file_in_bounded_windows)
 				ck_assert_int_eq(pc_residency_test(r, hot[i]), 1);
 		/* a window of at most 1 Mi pages (1 MiB of vector) */
 		CHECK(pc_scripted_max_mincore_pages(w.s) <= (UINT64_C(1) << 20),
-			      "flags %#x: one mincore call of %llu pages", flags[fi],
-			      (unsigned long long)pc_scripted_max_mincore_pages(w.s));
+		      "flags %#x: one mincore call of %llu pages", flags[fi],
+		      (unsigned long long)pc_scripted_max_mincore_pages(w.s));
 		pc_residency_free(r);
 		world_free(&w);
 	}
@@ -1059,7 +1068,7 @@ START_TEST(reopen_failure_is_not_an_answer)
 	pc_scripted_inject(w.s, PC_SOP_REOPEN_RANDOM, -EMFILE);
 	ret = pc_residency_on(w.b, w.fd, 0, 0, 0, &r);
 	CHECK(ret < 0 || pc_residency_quality(r) == PC_QUALITY_UNKNOWN,
-		      "reopen failed, yet %d / quality %d", ret, ret == 0 ? pc_residency_quality(r) : -1);
+	      "reopen failed, yet %d / quality %d", ret, ret == 0 ? pc_residency_quality(r) : -1);
 	ck_assert_uint_eq(pc_scripted_calls(w.s, PC_SOP_PROBE), 0);
 	pc_residency_free(r);
 	world_free(&w);
