@@ -1296,6 +1296,23 @@ START_TEST(pread_is_short_at_eof)
 }
 END_TEST
 
+START_TEST(pwrite_needs_a_writable_fd_and_extends_the_file)
+{
+	struct pcm_kernel *k = kernel_618();
+	struct pcm_task *t = task(k, 0, 0, ALLCAPS);
+	struct pcm_file *f = file(k, 0, 0, 0644, 2);
+
+	ck_assert_int_eq(pcm_pwrite(fd_open(t, f, PCM_O_RDONLY), 0, 1), -EBADF);
+	ck_assert_int_eq(pcm_pwrite(fd_open(t, f, PCM_O_RDWR), 3, 2), 2);
+	ck_assert_uint_eq(pcm_file_npages(f), 5);
+	ck_assert_uint_eq(pcm_file_size(f), 5 * 4096);
+	ck_assert_str_eq(truth(f, 0, 5), "00011");
+	ck_assert_int_eq(pcm_file_page_state(f, 4),
+			 PCM_PAGE_PRESENT | PCM_PAGE_UPTODATE | PCM_PAGE_DIRTY);
+	pcm_kernel_free(k);
+}
+END_TEST
+
 /* ---- fadvise ---------------------------------------------------------------------------- */
 
 START_TEST(fadvise_willneed_reads_the_range)
@@ -1416,6 +1433,7 @@ START_TEST(cachestat_gated_fmode_write_short_cut)
 	/* the write permission is gone once immutable; the open fd still counts */
 	OK(pcm_file_set(f, PCM_FILE_IMMUTABLE, 1));
 	OK(pcm_cachestat(rw, 0, 0, &cs));
+	ck_assert_int_eq(pcm_pwrite(rw, 0, 1), -EPERM);
 	ck_assert_int_eq(pcm_cachestat(fd_open(dac, f, PCM_O_RDONLY), 0, 0, &cs), -EPERM);
 	ck_assert_int_eq(pcm_cachestat(fd_open(plain, f, PCM_O_RDONLY), 0, 0, &cs), -EPERM);
 	pcm_kernel_free(k);
@@ -1595,6 +1613,7 @@ START_TEST(backend_find_cold_page_needs_a_visible_file)
 	own = file(k, NOBODY, NOBODY, 0644, 4);
 	cache_pages(own, "11");
 	OK(pcm_file_cache(foreign, 0));
+	OK(pcm_file_set(file(k, NOBODY, NOBODY, 0644, 4), PCM_FILE_HUGETLB, 1));
 	OK(b->ops->find_cold_page(b, PCM_FS_DISK, &bf, &page));
 	ck_assert_uint_eq(page, 2);
 	b->ops->close(b, bf);
@@ -1843,6 +1862,7 @@ int main(void)
 	tcase_add_test(tc, pread_random_miss_reads_just_the_pages);
 	tcase_add_test(tc, pread_under_fadv_random_reads_exactly_the_pages);
 	tcase_add_test(tc, pread_is_short_at_eof);
+	tcase_add_test(tc, pwrite_needs_a_writable_fd_and_extends_the_file);
 	tcase_add_test(tc, fadvise_willneed_reads_the_range);
 	tcase_add_test(tc, fadvise_dontneed_skips_mapped_and_dirty_pages_and_leaves_no_shadow);
 	tcase_add_test(tc, fadvise_does_nothing_on_tmpfs);

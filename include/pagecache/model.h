@@ -390,7 +390,7 @@ int pcm_preadv2_nowait(struct pcm_fd *fd, uint64_t page);
 /**
  * pcm_pwrite() - a buffered write of @npages whole pages from @page through
  * a writable fd: cached, up to date, dirty; extends the file past EOF.
- * Returns @npages or -EBADF (read-only fd), -EFBIG.
+ * Returns @npages or -EBADF (read-only fd), -EPERM (immutable), -EFBIG.
  */
 int pcm_pwrite(struct pcm_fd *fd, uint64_t page, uint64_t npages);
 

@@ -222,7 +222,8 @@ static int m_find_cold_page(struct pc_backend *b, int dirfd, struct pc_bfile **o
 	for (struct pcm_file *f = t->k->files; f; f = f->next) {
 		struct pcm_fd *fd;
 
-		if (f->unlinked || fs_of(f) != dirfd || (f->attrs & PCM_F_NO_INODE) ||
+		if (f->unlinked || fs_of(f) != dirfd ||
+		    (f->attrs & (PCM_F_NO_INODE | PCM_F_HUGETLB)) ||
 		    pcm_may_read(t, f) < 0)
 			continue;
 		if (mode != PC_MINCORE_FULL && pcm_can_do_mincore(t, f) != 1)

@@ -142,6 +142,8 @@ PC_EXPORT int pcm_pwrite(struct pcm_fd *fd, uint64_t page, uint64_t npages)
 	if (!fd->writable)
 		return -EBADF;
 	f = fd->file;
+	if (f->attrs & PCM_F_IMMUTABLE)
+		return -EPERM; /* made immutable after the fd was opened */
 	if (npages == 0)
 		return 0;
 	if (npages > INT32_MAX || page > PCM_MAX_FILE_PAGES ||
