@@ -7,7 +7,7 @@
  *   PC_BENCH_DIR          where the test file goes (default: a fresh
  *                         directory under /var/tmp, removed at exit)
  *   PC_BENCH_MB           file size in MiB (default 4096; 256 for quick runs)
- *   PC_BENCH_ROUNDS       rounds per case, medians reported (default 5)
+ *   PC_BENCH_ROUNDS       rounds per case, medians reported (default 9)
  *   PC_BENCH_PROBE_PAGES  pages per prober pass (default 16384)
  *   PC_BENCH_CASES        comma-separated subset of the cases to run
  *
@@ -76,7 +76,7 @@ static int own_dir;
 static uint64_t ps;        /* page size */
 static uint64_t file_size; /* bytes */
 static uint64_t npages;
-static unsigned int rounds = 5;
+static unsigned int rounds = 9;
 static uint64_t probe_pages = 16384;
 static const char *case_filter;
 static char *io_buf;       /* IO_CHUNK bytes for writing and reading the file */
@@ -116,6 +116,38 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* CPU time of this thread: other load on the machine does not inflate it. */
+static uint64_t cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A timed section: wall-clock ns returned by timer_stop(), CPU ns in *cpu. */
+struct timer {
+	uint64_t wall, cpu;
+};
+
+static struct timer timer_start(void)
+{
+	struct timer t;
+
+	t.cpu = cpu_ns();
+	t.wall = now_ns();
+	return t;
+}
+
+static uint64_t timer_stop(struct timer t, uint64_t *cpu)
+{
+	uint64_t wall = now_ns();
+
+	if (cpu)
+		*cpu = cpu_ns() - t.cpu;
+	return wall - t.wall;
 }
 
 static uint64_t env_u64(const char *name, uint64_t def, uint64_t min, uint64_t max)
@@ -166,6 +198,37 @@ static uint64_t median(const uint64_t *v, unsigned int n)
 	memcpy(s, v, n * sizeof(*v));
 	qsort(s, n, sizeof(*s), cmp_u64);
 	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Three views that other load on the machine disturbs less than the ratio
+ * of medians: the median of each round's own ratio (both sides ran back to
+ * back), the ratio of the fastest rounds, and the ratio of median thread
+ * CPU times (time spent preempted is left out). On the detail line.
+ */
+static void print_spread(const uint64_t *ours, const uint64_t *theirs,
+			 const uint64_t *ours_cpu, const uint64_t *theirs_cpu)
+{
+	double r[MAX_ROUNDS];
+	uint64_t min_o = UINT64_MAX, min_t = UINT64_MAX;
+
+	for (unsigned int i = 0; i < rounds; i++) {
+		r[i] = (double)ours[i] / (double)(theirs[i] ? theirs[i] : 1);
+		min_o = ours[i] < min_o ? ours[i] : min_o;
+		min_t = theirs[i] < min_t ? theirs[i] : min_t;
+	}
+	qsort(r, rounds, sizeof(*r), cmp_double);
+	printf(" paired_ratio_median=%.3f min_ratio=%.3f cpu_ratio=%.3f",
+	       rounds % 2 ? r[rounds / 2] : (r[rounds / 2 - 1] + r[rounds / 2]) / 2,
+	       (double)min_o / (double)(min_t ? min_t : 1),
+	       (double)median(ours_cpu, rounds) / (double)(median(theirs_cpu, rounds) ?: 1));
 }
 
 /* ---- the file and its residency patterns -------------------------------- */
@@ -354,11 +417,12 @@ static void set_pattern(const char *name)
 /* ---- the two sides --------------------------------------------------------- */
 
 /* One plain mmap+mincore pass over [first, first + n), as a user writes it.
- * Returns the elapsed ns; vec (allocated and touched by the caller) gets
- * the kernel's bytes. */
-static uint64_t mincore_pass(int fd, uint64_t first, uint64_t n, unsigned char *vec)
+ * Returns the elapsed ns (CPU ns in *cpu); vec (allocated and touched by
+ * the caller) gets the kernel's bytes. */
+static uint64_t mincore_pass(int fd, uint64_t first, uint64_t n, unsigned char *vec,
+			     uint64_t *cpu)
 {
-	uint64_t t0 = now_ns(), t1;
+	struct timer t = timer_start();
 	void *map = mmap(NULL, (size_t)(n * ps), PROT_READ, MAP_SHARED, fd, (off_t)(first * ps));
 
 	if (map == MAP_FAILED)
@@ -366,8 +430,7 @@ static uint64_t mincore_pass(int fd, uint64_t first, uint64_t n, unsigned char *
 	if (mincore(map, (size_t)(n * ps), vec) < 0)
 		die("mincore: %s", strerror(errno));
 	munmap(map, (size_t)(n * ps));
-	t1 = now_ns();
-	return t1 - t0;
+	return timer_stop(t, cpu);
 }
 
 static uint64_t count_vec(const unsigned char *vec, uint64_t n)
@@ -379,15 +442,15 @@ static uint64_t count_vec(const unsigned char *vec, uint64_t n)
 	return c;
 }
 
-static uint64_t ours_pass(int fd, unsigned int flags, struct pc_residency **out)
+static uint64_t ours_pass(int fd, unsigned int flags, struct pc_residency **out, uint64_t *cpu)
 {
-	uint64_t t0 = now_ns(), t1;
+	struct timer t = timer_start();
 	int ret = pc_residency(fd, 0, 0, flags, out);
+	uint64_t wall = timer_stop(t, cpu);
 
-	t1 = now_ns();
 	if (ret < 0)
 		die("pc_residency: %s", strerror(-ret));
-	return t1 - t0;
+	return wall;
 }
 
 /* pc_residency's bitmap as a byte vector, through the runs iterator. */
@@ -421,7 +484,7 @@ struct round_check {
 static void run_case(int fd, const struct bench_case *c, unsigned char *before,
 		     unsigned char *mvec, unsigned char *after, unsigned char *ovec)
 {
-	uint64_t ours_ns[MAX_ROUNDS], mc_ns[MAX_ROUNDS];
+	uint64_t ours_ns[MAX_ROUNDS], mc_ns[MAX_ROUNDS], ours_cpu[MAX_ROUNDS], mc_cpu[MAX_ROUNDS];
 	struct round_check total = { 0, 0, 0 };
 	uint64_t res_first = 0, res_last = 0, setup_ns;
 	int source = -1, quality = -1;
@@ -434,15 +497,15 @@ static void run_case(int fd, const struct bench_case *c, unsigned char *before,
 		struct pc_residency *r = NULL;
 		uint64_t mcount, ocount;
 
-		mincore_pass(fd, 0, npages, before);
+		mincore_pass(fd, 0, npages, before, NULL);
 		if (i % 2 == 0) {
-			ours_ns[i] = ours_pass(fd, c->flags, &r);
-			mc_ns[i] = mincore_pass(fd, 0, npages, mvec);
+			ours_ns[i] = ours_pass(fd, c->flags, &r, &ours_cpu[i]);
+			mc_ns[i] = mincore_pass(fd, 0, npages, mvec, &mc_cpu[i]);
 		} else {
-			mc_ns[i] = mincore_pass(fd, 0, npages, mvec);
-			ours_ns[i] = ours_pass(fd, c->flags, &r);
+			mc_ns[i] = mincore_pass(fd, 0, npages, mvec, &mc_cpu[i]);
+			ours_ns[i] = ours_pass(fd, c->flags, &r, &ours_cpu[i]);
 		}
-		mincore_pass(fd, 0, npages, after);
+		mincore_pass(fd, 0, npages, after, NULL);
 
 		mcount = count_vec(mvec, npages);
 		ocount = pc_residency_resident(r);
@@ -509,7 +572,9 @@ static void run_case(int fd, const struct bench_case *c, unsigned char *before,
 	printf("] mincore_ms=[");
 	for (unsigned int i = 0; i < rounds; i++)
 		printf("%s%.3f", i ? " " : "", (double)mc_ns[i] / 1e6);
-	printf("] errors=%llu drift=%llu unstable=%llu\n", (unsigned long long)total.errors,
+	printf("]");
+	print_spread(ours_ns, mc_ns, ours_cpu, mc_cpu);
+	printf(" errors=%llu drift=%llu unstable=%llu\n", (unsigned long long)total.errors,
 	       (unsigned long long)total.drift, (unsigned long long)total.unstable);
 	if (total.errors) {
 		printf("# ERROR: case=%s: %llu pages where pc_residency disagreed with a stable mincore\n",
@@ -521,9 +586,10 @@ static void run_case(int fd, const struct bench_case *c, unsigned char *before,
 
 /* ---- the prober -------------------------------------------------------------- */
 
-static uint64_t preadv2_pass(int fd, const uint64_t *pages, size_t n, uint8_t *resident)
+static uint64_t preadv2_pass(int fd, const uint64_t *pages, size_t n, uint8_t *resident,
+			     uint64_t *cpu)
 {
-	uint64_t t0 = now_ns();
+	struct timer t = timer_start();
 	char sink;
 
 	for (size_t i = 0; i < n; i++) {
@@ -537,21 +603,21 @@ static uint64_t preadv2_pass(int fd, const uint64_t *pages, size_t n, uint8_t *r
 			die("preadv2 RWF_NOWAIT: %s", strerror(errno));
 		resident[i] = r > 0;
 	}
-	return now_ns() - t0;
+	return timer_stop(t, cpu);
 }
 
 static uint64_t prober_pass(struct pc_prober *p, int fd, const uint64_t *pages, size_t n,
-			    uint8_t *resident)
+			    uint8_t *resident, uint64_t *cpu)
 {
-	uint64_t t0 = now_ns(), t1;
+	struct timer t = timer_start();
 	ssize_t ret = pc_prober_probe(p, fd, pages, n, resident);
+	uint64_t wall = timer_stop(t, cpu);
 
-	t1 = now_ns();
 	if (ret < 0)
 		die("pc_prober_probe: %s", strerror((int)-ret));
 	if ((size_t)ret != n)
 		die("pc_prober_probe answered %zd of %zu", ret, n);
-	return t1 - t0;
+	return wall;
 }
 
 /* Probe results against the mincore snapshot taken just before (pages
@@ -571,6 +637,7 @@ static void probe_mismatches(const uint8_t *resident, const unsigned char *vec, 
 static void run_prober_case(const char *name, unsigned char *vec)
 {
 	uint64_t ours_ns[MAX_ROUNDS], theirs_ns[MAX_ROUNDS], hits_ours = 0, hits_theirs = 0;
+	uint64_t ours_cpu[MAX_ROUNDS], theirs_cpu[MAX_ROUNDS];
 	uint64_t fhit[2] = { 0, 0 }, fmiss[2] = { 0, 0 };
 	int partial = strcmp(name, "cached") != 0;
 	size_t n = (size_t)(probe_pages < npages ? probe_pages : npages);
@@ -606,11 +673,11 @@ static void run_prober_case(const char *name, unsigned char *vec)
 			 * gets a fresh pattern. */
 			if (partial)
 				set_alternating(1, n);
-			mincore_pass(fd, 0, n, vec);
+			mincore_pass(fd, 0, n, vec, NULL);
 			if (ours)
-				ours_ns[i] = prober_pass(p, fd, pages, n, res);
+				ours_ns[i] = prober_pass(p, fd, pages, n, res, &ours_cpu[i]);
 			else
-				theirs_ns[i] = preadv2_pass(fd, pages, n, res);
+				theirs_ns[i] = preadv2_pass(fd, pages, n, res, &theirs_cpu[i]);
 			probe_mismatches(res, vec, n, &fhit[!ours], &fmiss[!ours]);
 			for (size_t k = 0; k < n; k++)
 				hits += res[k];
@@ -624,9 +691,11 @@ static void run_prober_case(const char *name, unsigned char *vec)
 	printf("case=prober_%s ratio=%.3f ours_ns_per_page=%.3f preadv2_ns_per_page=%.3f\n",
 	       name, ratio, (double)median(ours_ns, rounds) / (double)n,
 	       (double)median(theirs_ns, rounds) / (double)n);
-	printf("# case=prober_%s source=%s pages=%zu passes=%u hits_per_pass ours=%.1f "
+	printf("# case=prober_%s", name);
+	print_spread(ours_ns, theirs_ns, ours_cpu, theirs_cpu);
+	printf(" source=%s pages=%zu passes=%u hits_per_pass ours=%.1f "
 	       "preadv2=%.1f vs_mincore: false_hits ours=%llu preadv2=%llu "
-	       "false_misses ours=%llu preadv2=%llu\n", name,
+	       "false_misses ours=%llu preadv2=%llu\n",
 	       pc_source_name(pc_prober_source(p)), n, rounds, (double)hits_ours / rounds,
 	       (double)hits_theirs / rounds, (unsigned long long)fhit[0],
 	       (unsigned long long)fhit[1], (unsigned long long)fmiss[0],
@@ -658,7 +727,7 @@ int main(void)
 	ps = (uint64_t)sysconf(_SC_PAGESIZE);
 	file_size = env_u64("PC_BENCH_MB", 4096, 4, UINT64_C(1) << 24) * MIB;
 	npages = file_size / ps;
-	rounds = (unsigned int)env_u64("PC_BENCH_ROUNDS", 5, 1, MAX_ROUNDS);
+	rounds = (unsigned int)env_u64("PC_BENCH_ROUNDS", 9, 1, MAX_ROUNDS);
 	probe_pages = env_u64("PC_BENCH_PROBE_PAGES", 16384, 1, UINT64_C(1) << 24);
 	case_filter = getenv("PC_BENCH_CASES");
 	io_buf = malloc(IO_CHUNK);
