@@ -231,6 +231,22 @@ static void print_spread(const uint64_t *ours, const uint64_t *theirs,
 	       (double)median(ours_cpu, rounds) / (double)(median(theirs_cpu, rounds) ?: 1));
 }
 
+/* Other load skews wall-clock numbers: say how much there was. */
+static void print_loadavg(const char *when)
+{
+	char buf[128] = "";
+	FILE *f = fopen("/proc/loadavg", "re");
+
+	if (f) {
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = '\0';
+		fclose(f);
+	}
+	buf[strcspn(buf, "\n")] = '\0';
+	printf("# loadavg %s: %s (%ld cpus online)\n", when, buf[0] ? buf : "unknown",
+	       sysconf(_SC_NPROCESSORS_ONLN));
+}
+
 /* ---- the file and its residency patterns -------------------------------- */
 
 static void make_dir(void)
@@ -770,6 +786,7 @@ int main(void)
 	if (dirfd >= 0)
 		close(dirfd);
 
+	print_loadavg("before");
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		if (case_wanted(cases[i].name))
 			run_case(fd, &cases[i], before, mvec, after, ovec);
@@ -781,6 +798,7 @@ int main(void)
 			run_prober_case(prober_cases[i], before);
 	}
 
+	print_loadavg("after");
 	close(fd);
 	free(io_buf);
 	free(before);
