@@ -160,6 +160,7 @@ enum path {
 	PATH_CACHESTAT,   /* EXACT from cachestat alone (no mincore call) */
 	PATH_MINCORE,     /* EXACT from mincore (cachestat may help) */
 	PATH_PROBE,       /* EXACT from NOWAIT probes */
+	PATH_BISECT,      /* EXACT from cachestat after mincore's verdict said hidden */
 };
 
 struct expect {
@@ -203,6 +204,8 @@ static struct expect expect_for(int mc, int cs, int nw, int gate, unsigned int f
 		e.path = PATH_CACHESTAT;
 	else if (visible)
 		e.path = PATH_MINCORE;
+	else if (cachestat_ok)
+		e.path = PATH_BISECT;
 	else if (probe_ok) {
 		e.path = PATH_PROBE;
 		e.destructive = risky;
@@ -214,7 +217,8 @@ static struct expect expect_for(int mc, int cs, int nw, int gate, unsigned int f
 
 static const char *path_name(enum path p)
 {
-	static const char *names[] = { "error", "unknown", "cachestat", "mincore", "probe" };
+	static const char *names[] = { "error", "unknown", "cachestat", "mincore", "probe",
+				       "bisect" };
 
 	return names[p];
 }
@@ -324,6 +328,12 @@ static void check_call(struct world *w, int mc, int cs, int nw, int gate, unsign
 			      "%s: source %s", what, pc_source_name(pc_residency_source(r)));
 			CHECK(probed == 0, "%s: probed %zu pages where mincore tells the truth",
 			      what, probed);
+			break;
+		case PATH_BISECT:
+			ck_assert_int_eq(pc_residency_source(r), PC_SOURCE_CACHESTAT);
+			CHECK(pc_scripted_calls(w->s, PC_SOP_NOWAIT_MODE) == 0,
+			      "%s: asked for the NOWAIT mode though cachestat answers", what);
+			CHECK(probed == 0, "%s: probed though cachestat answers", what);
 			break;
 		case PATH_PROBE:
 			CHECK(pc_residency_source(r) == PC_SOURCE_PREADV2 ||
