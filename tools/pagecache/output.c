@@ -475,8 +475,11 @@ static void text_totals(struct report *rep, const struct totals *t)
 	fprintf(rep->out, "; %llu unknown", (unsigned long long)t->unknown_files);
 	if (t->perturbed_files)
 		fprintf(rep->out, "; %llu perturbed", (unsigned long long)t->perturbed_files);
-	fprintf(rep->out, "; %llu error%s; %llu skipped\n", (unsigned long long)t->errors,
+	fprintf(rep->out, "; %llu error%s; %llu skipped", (unsigned long long)t->errors,
 		t->errors == 1 ? "" : "s", (unsigned long long)t->skipped);
+	if (t->filtered)
+		fprintf(rep->out, "; %llu over --max-size", (unsigned long long)t->filtered);
+	fputc('\n', rep->out);
 	if (t->unknown_files)
 		fprintf(rep->out,
 			"note: the kernel hides the residency of %llu file%s from this user; "

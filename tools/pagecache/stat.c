@@ -448,7 +448,8 @@ int cmd_stat(int argc, char **argv)
 	c.res_flags = PC_RES_COUNT_ONLY;
 	c.rep.out = stdout;
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "hqLx0", stat_options, NULL)) != -1) {
+	opterr = 0; /* our own messages, with the subcommand's name */
+	while ((opt = getopt_long(argc, argv, ":hqLx0", stat_options, NULL)) != -1) {
 		uint64_t v;
 
 		switch (opt) {
@@ -510,8 +511,14 @@ int cmd_stat(int argc, char **argv)
 			}
 			files_from = optarg;
 			break;
+		case ':':
+			ret = usage_error("option '%s' needs an argument", argv[optind - 1]);
+			goto out;
 		default:
-			ret = usage_error("%s", "unknown option or missing argument");
+			if (optopt)
+				ret = usage_error("unknown option '-%c'", optopt);
+			else
+				ret = usage_error("unknown option '%s'", argv[optind - 1]);
 			goto out;
 		}
 	}
