@@ -113,6 +113,17 @@ int pc_detect_mincore_on(struct pc_backend *b);
 int pc_detect_cachestat_on(struct pc_backend *b);
 int pc_detect_nowait_on(struct pc_backend *b, int dirfd);
 
+enum pc_verdict {
+	PC_VERDICT_TRUTHFUL,   /* mincore tells this caller the truth about the file */
+	PC_VERDICT_HIDDEN,     /* mincore fakes, shows mapped pages only, or is useless */
+};
+
+/* Whether mincore is truthful for f (size bytes) and this caller: the
+ * beyond-EOF probe, then the gate where a failed gate reads 0 too.
+ * enum pc_verdict or -errno. */
+int pc_file_verdict(struct pc_backend *b, struct pc_bfile *f, const struct pc_modes *m,
+		    uint64_t size);
+
 /* pc_residency()'s strategy for an open backend file. */
 int pc_residency_on(struct pc_backend *b, struct pc_bfile *f, uint64_t offset,
 		    uint64_t length, unsigned int flags, struct pc_residency **out);

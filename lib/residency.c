@@ -30,11 +30,6 @@
 /* Pages per probe batch. */
 #define PC_PROBE_BATCH 256
 
-enum verdict {
-	VERDICT_TRUTHFUL,   /* mincore tells this caller the truth about the file */
-	VERDICT_HIDDEN,     /* mincore fakes, shows mapped pages only, or is useless */
-};
-
 struct scan {
 	struct pc_backend *b;
 	struct pc_bfile *f;
@@ -45,24 +40,24 @@ struct scan {
 	int used_cachestat;
 };
 
-static int verdict_of(struct pc_backend *b, struct pc_bfile *f, const struct pc_modes *m,
-		      uint64_t size)
+int pc_file_verdict(struct pc_backend *b, struct pc_bfile *f, const struct pc_modes *m,
+		    uint64_t size)
 {
 	uint64_t ps = (uint64_t)b->ops->page_size(b);
 	unsigned char v = 0;
 	int ret, pass;
 
 	if (m->mincore == PC_MINCORE_USELESS || m->mincore == PC_MINCORE_MAPPED_ONLY)
-		return VERDICT_HIDDEN; /* file pages show only as mapped, or all as 1 */
+		return PC_VERDICT_HIDDEN; /* file pages show only as mapped, or all as 1 */
 	/* The probe decides: a page that can never be cached reads 1 exactly
 	 * when the kernel fakes this file's answers. */
 	ret = b->ops->mincore(b, f, pc_div_round_up(size, ps) + PC_CHUNK_BYTES / ps + 1, 1, &v);
 	if (ret < 0)
 		return ret;
 	if (v & 1)
-		return VERDICT_HIDDEN;
+		return PC_VERDICT_HIDDEN;
 	if (m->mincore == PC_MINCORE_FULL || m->mincore == PC_MINCORE_GATED_FAKED)
-		return VERDICT_TRUTHFUL;
+		return PC_VERDICT_TRUTHFUL;
 	/* GATED_MAPPED or UNKNOWN: a failed gate reads 0 there too. cachestat
 	 * has the same gate since 6.14: its invalid-flag probe answers EPERM
 	 * exactly when the gate fails. Otherwise the predicate decides. */
@@ -71,14 +66,14 @@ static int verdict_of(struct pc_backend *b, struct pc_bfile *f, const struct pc_
 
 		ret = b->ops->cachestat(b, f, 0, 0, 1, &cs);
 		if (ret == -EPERM)
-			return VERDICT_HIDDEN;
+			return PC_VERDICT_HIDDEN;
 		if (ret == -EINVAL)
-			return VERDICT_TRUTHFUL;
+			return PC_VERDICT_TRUTHFUL;
 	}
 	pass = b->ops->gate_predict(b, f);
 	if (pass < 0)
 		return pass;
-	return pass ? VERDICT_TRUTHFUL : VERDICT_HIDDEN;
+	return pass ? PC_VERDICT_TRUTHFUL : PC_VERDICT_HIDDEN;
 }
 
 /* mincore over [page, page + n) into the bitmap, in bounded windows. */
@@ -367,10 +362,10 @@ static int scan(struct scan *s, unsigned int flags, const struct pc_modes *m)
 			return 0;
 		}
 	}
-	verdict = verdict_of(s->b, s->f, m, r->file_size);
+	verdict = pc_file_verdict(s->b, s->f, m, r->file_size);
 	if (verdict < 0)
 		return verdict;
-	if (verdict == VERDICT_HIDDEN || (flags & PC_RES_FORCE_NOWAIT)) {
+	if (verdict == PC_VERDICT_HIDDEN || (flags & PC_RES_FORCE_NOWAIT)) {
 		if (flags & PC_RES_FORCE_MINCORE)
 			return -EOPNOTSUPP;
 		return answer_by_probe(s, flags);

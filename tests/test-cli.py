@@ -30,7 +30,9 @@ NOBODY = 65534
 IS_ROOT = os.geteuid() == 0
 UNDER_VALGRIND = os.environ.get("PC_UNDER_VALGRIND") == "1"
 VALGRIND = ["valgrind", "--error-exitcode=3", "--leak-check=full",
-            "--errors-for-leak-kinds=definite", "--quiet"]
+            "--errors-for-leak-kinds=definite", "--quiet",
+            "--suppressions=" + os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                             "valgrind.supp")]
 
 libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
 libc.mmap.restype = ctypes.c_void_p
