@@ -648,11 +648,41 @@ def case_stats(env):
     check(b"DIRTY" in out.split(b"\n")[0], "no DIRTY column")
 
 
+def case_block_device_named(env):
+    need_root()
+    img = env.path("disk.img")
+    make_file(img, 64)
+    r = subprocess.run(["losetup", "-f", "--show", img], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise Skip("cannot attach a loop device: " + r.stderr.strip())
+    dev = r.stdout.strip()
+    try:
+        # cache the first 16 pages; the kernel drops a block device's cache
+        # when its last opener closes it, so keep it open meanwhile
+        with open(dev, "rb") as holder:
+            holder.read(16 * PS)
+            rc, doc, err = run_json(["stat", dev])
+        check(rc == 0, f"exit {rc}: {err!r}")
+        f = doc["files"][0]
+        check(f["file_type"] == "block" and f["size"] == 64 * PS and f["pages"] == 64,
+              f"block device: {f}")
+        check(f["quality"] == "exact" and f["resident_pages"] >= 16, f"block residency {f}")
+        # met in a walk, a device is a note, not a measurement
+        d = env.path("devdir")
+        os.mkdir(d)
+        os.mknod(os.path.join(d, "blk"), 0o600 | stat.S_IFBLK, os.stat(dev).st_rdev)
+        rc, doc, err = run_json(["stat", d])
+        check(rc == 0 and doc["totals"]["files"] == 0 and doc["totals"]["skipped"] == 1,
+              f"block device in a walk: {doc['totals']}")
+    finally:
+        subprocess.run(["losetup", "-d", dev])
+
+
 CASES = [case_help, case_usage_errors_exit_2, case_tree_text, case_tree_json, case_ndjson,
          case_fifo_named_does_not_hang, case_counts_agree_with_mincore, case_map_text,
          case_nobody_gets_unknown, case_allow_perturb, case_errors_exit_1, case_deep_tree,
          case_top_and_sort, case_filters, case_files_from, case_follow_symlinks,
-         case_one_file_system, case_stats]
+         case_one_file_system, case_stats, case_block_device_named]
 
 
 def main():
