@@ -705,7 +705,7 @@ def main():
             case(env)
             print(f"ok: {name}")
         except Skip as e:
-            print(f"SKIP: cli/{name}: {e}")
+            print(f"SKIP: {name}: {e}")
         except (Failure, subprocess.TimeoutExpired) as e:
             print(f"FAIL: {name}: {e}")
             failed += 1
