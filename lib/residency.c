@@ -287,13 +287,6 @@ static int answer_by_probe(struct scan *s, unsigned int flags)
 		make_unknown(r);
 		return 0;
 	}
-	if (!r->bits) {
-		r->bits = pc_bitmap_new(r->npages);
-		if (!r->bits) {
-			s->b->ops->close(s->b, pf);
-			return -ENOMEM;
-		}
-	}
 	r->resident = 0;
 	r->perturbed = destructive;
 	ret = fill_probe(s, pf, destructive, &source);
@@ -376,6 +369,12 @@ static int scan(struct scan *s, unsigned int flags, const struct pc_modes *m)
 	verdict = pc_file_verdict(s->b, s->f, m, r->file_size);
 	if (verdict < 0)
 		return verdict;
+	/* Every way on from here counts through the bitmap. */
+	if (!r->bits) {
+		r->bits = pc_bitmap_new(r->npages);
+		if (!r->bits)
+			return -ENOMEM;
+	}
 	if (verdict == PC_VERDICT_HIDDEN || (flags & PC_RES_FORCE_NOWAIT)) {
 		if (flags & PC_RES_FORCE_MINCORE)
 			return -EOPNOTSUPP;
@@ -441,8 +440,9 @@ int pc_residency_on(struct pc_backend *b, struct pc_bfile *f, uint64_t offset, u
 	s.r = r;
 	r->file_size = st.size;
 	page_range(st.size, s.ps, offset, length, &r->first_page, &r->npages);
-	/* The bitmap: the caller wants one, or the count is built from it. */
-	if (!(flags & PC_RES_COUNT_ONLY) || !(flags & (PC_RES_FORCE_CACHESTAT))) {
+	/* The bitmap: the caller wants one; counts that cachestat cannot give
+	 * in one call allocate theirs in scan(). */
+	if (!(flags & PC_RES_COUNT_ONLY)) {
 		r->bits = pc_bitmap_new(r->npages);
 		if (!r->bits) {
 			free(r);
