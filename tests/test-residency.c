@@ -224,12 +224,61 @@ static void call_as(int nobody, const struct call *c, struct snap *s)
 	ck_assert_msg(ret == 0, "call failed in the %s: %d", nobody ? "nobody child" : "test", ret);
 }
 
+/* Wait (bounded) until at least want pages of path are resident. */
+static int wait_resident_at_least(const char *path, int want)
+{
+	for (int i = 0; i < 100; i++) {
+		unsigned char *v;
+		uint64_t n = pc_test_mincore(path, &v);
+		int c = vec_count(v, n);
+
+		free(v);
+		if (c >= want)
+			return c;
+		usleep(10000);
+	}
+	return -1;
+}
+
+/*
+ * How a perturbing answer compares with the truth taken right before it:
+ * 0 equal, 1 only extra resident pages, -1 a resident page reported missing
+ * (or an error, or no answer to compare).
+ *
+ * Extra pages have a known cause on a destructive kernel: the readahead that
+ * a missed RWF_NOWAIT read starts can complete before the read looks again
+ * (seen here about once per 1000 probes of a cold page under CPU
+ * contention), so the probe reports the page it has just read in. No probe
+ * can tell that apart; the cases set the pattern up again and retry.
+ */
+static int perturbed_vs_truth(const struct snap *s, const unsigned char *truth, uint64_t np)
+{
+	int extra = 0;
+
+	if (s->ret < 0 || s->quality != PC_QUALITY_EXACT || s->npages != np || np > MAXP)
+		return -1;
+	if (s->test_first == -ENODATA) { /* counts only */
+		uint64_t want = (uint64_t)vec_count(truth, np);
+
+		return s->resident == want ? 0 : s->resident > want ? 1 : -1;
+	}
+	for (uint64_t i = 0; i < np; i++) {
+		if (s->bit[i] == (truth[i] & 1))
+			continue;
+		if (s->bit[i] == 1 && !(truth[i] & 1))
+			extra = 1;
+		else
+			return -1;
+	}
+	return extra;
+}
+
 /*
  * Set the pattern, take root's mincore truth, make the call, take the truth
  * again; repeat when reclaim moved something in between. Returns the truth
  * (malloc'ed, one byte per file page) and leaves the snapshot in *s.
- * Perturbing calls cannot be repeated against a moved truth: they compare
- * with the truth taken right before.
+ * Perturbing calls change the truth themselves: they are compared with the
+ * truth taken right before, and repeated only for the race described above.
  */
 static unsigned char *pattern_call(const char *path, const uint64_t *pages, size_t n, int nobody,
 				   const struct call *c, struct snap *s, int perturbs)
@@ -237,20 +286,38 @@ static unsigned char *pattern_call(const char *path, const uint64_t *pages, size
 	for (int attempt = 0;; attempt++) {
 		unsigned char *before, *after, *want;
 		uint64_t np, np2;
-		int same;
+		int same, last = attempt + 1 == ATTEMPTS;
 
 		pc_test_set_pattern(path, pages, n);
 		np = pc_test_mincore(path, &before);
+		want = pattern_vec(np, pages, n);
+		same = memcmp(before, want, np) == 0;
+		free(want);
+		if (!same && !last) {
+			/* reads a probe started before are still landing */
+			usleep(200000);
+			free(before);
+			continue;
+		}
+		ck_assert_msg(same, "%s: could not set the pattern up", path);
 		call_as(nobody, c, s);
-		if (perturbs)
+		if (perturbs) {
+			int cmp = perturbed_vs_truth(s, before, np);
+
+			if (cmp == 1 && !last) {
+				printf("NOTE: %s: a probe reported a page it had just read in; retrying\n",
+				       path);
+				fflush(stdout);
+				wait_resident_at_least(path, (int)np);
+				free(before);
+				continue;
+			}
 			return before;
+		}
 		np2 = pc_test_mincore(path, &after);
 		same = np == np2 && memcmp(before, after, np) == 0;
 		free(after);
-		want = pattern_vec(np, pages, n);
-		same = same && memcmp(before, want, np) == 0;
-		free(want);
-		if (same || attempt + 1 == ATTEMPTS) {
+		if (same || last) {
 			ck_assert_msg(same, "%s: residency kept moving during the call", path);
 			return before;
 		}
@@ -459,22 +526,6 @@ START_TEST(force_nowait_refused_without_perturb_on_destructive_kernel)
 	free(truth);
 }
 END_TEST
-
-/* Wait (bounded) until at least want pages of path are resident. */
-static int wait_resident_at_least(const char *path, int want)
-{
-	for (int i = 0; i < 100; i++) {
-		unsigned char *v;
-		uint64_t n = pc_test_mincore(path, &v);
-		int c = vec_count(v, n);
-
-		free(v);
-		if (c >= want)
-			return c;
-		usleep(10000);
-	}
-	return -1;
-}
 
 START_TEST(force_nowait_with_perturb_same_bitmap_and_perturbed)
 {
