@@ -148,6 +148,13 @@ static int count_fds(void)
 	return n - 1; /* the directory's own fd */
 }
 
+/* valgrind reads the head of every regular file that gets mapped, which
+ * caches pages 0..3 (readahead's initial window); natively nothing. */
+static int vg_head(void)
+{
+	return pc_test_under_valgrind() ? 4 : 0;
+}
+
 static int resident_count(const char *path)
 {
 	unsigned char *v;
@@ -246,18 +253,19 @@ START_TEST(nobody_nowait_unknown_where_nothing_is_usable)
 	const char *dir = subdir("ro-hidden", 0755, -1);
 	const char *path = pc_test_make_file("ro-hidden/hidden", FILE_PAGES, 0644, 0, 0);
 	char *before, *after;
-	int mode = -999;
+	int mode = -999, resident;
 
 	if (!fresh_process("nobody_nowait_unknown_where_nothing_is_usable"))
 		return;
 	pc_test_set_pattern(path, NULL, 0);
-	ck_assert_int_eq(resident_count(path), 0);
+	resident = resident_count(path);
+	ck_assert_int_le(resident, vg_head());
 	before = listing(dir);
 	ck_assert_int_eq(pc_test_as_nobody(nobody_nowait_fn, (void *)dir, &mode, sizeof(mode)), 0);
 	after = listing(dir);
 	ck_assert_int_eq(mode, PC_NOWAIT_UNKNOWN);
 	ck_assert_str_eq(before, after);
-	ck_assert_int_eq(resident_count(path), 0); /* the hidden file was left alone */
+	ck_assert_int_eq(resident_count(path), resident); /* the hidden file was left alone */
 	free(before);
 	free(after);
 }
@@ -271,18 +279,19 @@ START_TEST(nobody_nowait_uses_one_cold_page_of_a_visible_file)
 	const char *dir = subdir("ro-visible", 0755, -1);
 	const char *path = pc_test_make_file("ro-visible/open", FILE_PAGES, 0666, 0, 0);
 	char *before, *after;
-	int mode = -999, resident;
+	int mode = -999, resident, resident_before;
 
 	if (!fresh_process("nobody_nowait_uses_one_cold_page_of_a_visible_file"))
 		return;
 	pc_test_set_pattern(path, NULL, 0);
-	ck_assert_int_eq(resident_count(path), 0);
+	resident_before = resident_count(path);
+	ck_assert_int_le(resident_before, vg_head());
 	before = listing(dir);
 	ck_assert_int_eq(pc_test_as_nobody(nobody_nowait_fn, (void *)dir, &mode, sizeof(mode)), 0);
 	after = listing(dir);
 	ck_assert_int_eq(mode, PC_NOWAIT_DESTRUCTIVE);
 	ck_assert_str_eq(before, after);
-	resident = resident_count(path);
+	resident = resident_count(path) - resident_before;
 	ck_assert_msg(resident <= 1, "detection cached %d pages of the file it used, not one",
 		      resident);
 	free(before);
@@ -382,10 +391,12 @@ START_TEST(nowait_destructive_on_ext4_and_writes_nothing)
 	const char *dir = subdir("nowait-ext4", 0755, -1);
 	const char *path = pc_test_make_file("nowait-ext4/cold", FILE_PAGES, 0644, -1, -1);
 	char *before, *after;
-	int fd, fds_before;
+	int fd, fds_before, resident;
 
 	detected_here = 1;
 	pc_test_set_pattern(path, NULL, 0);
+	resident = resident_count(path);
+	ck_assert_int_le(resident, vg_head());
 	fds_before = count_fds();
 	before = listing(dir);
 	fd = open_dir(dir);
@@ -395,7 +406,7 @@ START_TEST(nowait_destructive_on_ext4_and_writes_nothing)
 	after = listing(dir);
 	ck_assert_str_eq(before, after);
 	/* it used its own O_TMPFILE: the files already there were not touched */
-	ck_assert_int_eq(resident_count(path), 0);
+	ck_assert_int_eq(resident_count(path), resident);
 	ck_assert_int_eq(count_fds(), fds_before);
 	free(before);
 	free(after);

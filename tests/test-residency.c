@@ -152,8 +152,22 @@ static void assert_snap_unknown(const struct snap *s)
 	ck_assert_uint_eq(s->nruns, 0);
 }
 
-/* The expected vector of a pattern over npages. */
-static unsigned char *pattern_vec(uint64_t npages, const uint64_t *pages, size_t n)
+/*
+ * valgrind reads the first KiB of every regular file that is mapped (to
+ * look for ELF headers) through an fd of its own, so under valgrind a
+ * mapping of a file whose page 0 is not cached, ours or the library's,
+ * caches pages 0..3 (readahead's initial window). Expectations include
+ * them there; natively none.
+ */
+static uint64_t vg_head(uint64_t npages)
+{
+	if (!pc_test_under_valgrind())
+		return 0;
+	return npages < 4 ? npages : 4;
+}
+
+/* The expected vector of a pattern over npages of a block device. */
+static unsigned char *pattern_vec_raw(uint64_t npages, const uint64_t *pages, size_t n)
 {
 	unsigned char *v = calloc(npages ? npages : 1, 1);
 
@@ -161,6 +175,30 @@ static unsigned char *pattern_vec(uint64_t npages, const uint64_t *pages, size_t
 	for (size_t i = 0; i < n; i++)
 		v[pages[i]] = 1;
 	return v;
+}
+
+/* The expected vector of a pattern over npages of a regular file. */
+static unsigned char *pattern_vec(uint64_t npages, const uint64_t *pages, size_t n)
+{
+	unsigned char *v = pattern_vec_raw(npages, pages, n);
+
+	if (npages && !v[0])
+		for (uint64_t i = 0; i < vg_head(npages); i++)
+			v[i] = 1;
+	return v;
+}
+
+static int vec_count(const unsigned char *v, uint64_t n);
+
+/* How many pages of [lo, hi) the pattern leaves resident. */
+static int pattern_count(uint64_t npages, const uint64_t *pages, size_t n, uint64_t lo,
+			 uint64_t hi)
+{
+	unsigned char *v = pattern_vec(npages, pages, n);
+	int c = vec_count(v + lo, hi - lo);
+
+	free(v);
+	return c;
 }
 
 /* ---- calls, as root and as uid 65534 ------------------------------------- */
@@ -364,8 +402,8 @@ START_TEST(owned_file_fully_cached_and_evicted)
 
 	truth = pattern_call(path, NULL, 0, 0, &c, &s, 0);
 	assert_snap_exact(&s, truth, 0, FILE_PAGES);
-	ck_assert_uint_eq(s.resident, 0);
-	ck_assert_uint_eq(s.nruns, 0);
+	ck_assert_uint_eq(s.resident, vg_head(FILE_PAGES));
+	ck_assert_uint_eq(s.nruns, vg_head(FILE_PAGES) ? 1 : 0);
 	free(truth);
 }
 END_TEST
@@ -392,7 +430,7 @@ START_TEST(count_only_counts_without_bitmap)
 	ck_assert_int_eq(s.ret, 0);
 	ck_assert_int_eq(s.quality, PC_QUALITY_EXACT);
 	ck_assert_uint_eq(s.npages, FILE_PAGES);
-	ck_assert_uint_eq(s.resident, NPAT);
+	ck_assert_uint_eq(s.resident, pattern_count(FILE_PAGES, pat, NPAT, 0, FILE_PAGES));
 	ck_assert_int_eq(s.test_first, -ENODATA);
 	ck_assert_int_eq(s.runs_ret, -ENODATA);
 	/* cachestat answers counts here; valgrind does not know it */
@@ -404,7 +442,7 @@ END_TEST
 
 START_TEST(runs_reproduce_pattern_and_start_inside_a_run)
 {
-	static const uint64_t p[] = { 3, 4, 5, 6, 7, 30, 62, 63 };
+	static const uint64_t p[] = { 8, 9, 10, 11, 12, 30, 62, 63 };
 	const char *path = pc_test_make_file("runs", FILE_PAGES, 0644, -1, -1);
 	struct pc_residency *r = NULL;
 	struct pc_run run;
@@ -431,9 +469,14 @@ START_TEST(runs_reproduce_pattern_and_start_inside_a_run)
 		free(truth);
 		pc_residency_free(r);
 	}
-	/* the three runs, in order */
-	ck_assert_int_eq(pc_residency_next_run(r, 0, &run), 1);
-	ck_assert_uint_eq(run.page, 3);
+	/* the three runs, in order (after valgrind's, which ends at page 4) */
+	if (vg_head(FILE_PAGES)) {
+		ck_assert_int_eq(pc_residency_next_run(r, 0, &run), 1);
+		ck_assert_uint_eq(run.page, 0);
+		ck_assert_uint_eq(run.npages, vg_head(FILE_PAGES));
+	}
+	ck_assert_int_eq(pc_residency_next_run(r, 4, &run), 1);
+	ck_assert_uint_eq(run.page, 8);
 	ck_assert_uint_eq(run.npages, 5);
 	ck_assert_int_eq(pc_residency_next_run(r, run.page + run.npages, &run), 1);
 	ck_assert_uint_eq(run.page, 30);
@@ -443,11 +486,11 @@ START_TEST(runs_reproduce_pattern_and_start_inside_a_run)
 	ck_assert_uint_eq(run.npages, 2);
 	ck_assert_int_eq(pc_residency_next_run(r, run.page + run.npages, &run), 0);
 	/* from inside a run: the rest of that run */
-	ck_assert_int_eq(pc_residency_next_run(r, 5, &run), 1);
-	ck_assert_uint_eq(run.page, 5);
+	ck_assert_int_eq(pc_residency_next_run(r, 10, &run), 1);
+	ck_assert_uint_eq(run.page, 10);
 	ck_assert_uint_eq(run.npages, 3);
 	/* from a gap: the next run; from past the end: none */
-	ck_assert_int_eq(pc_residency_next_run(r, 8, &run), 1);
+	ck_assert_int_eq(pc_residency_next_run(r, 13, &run), 1);
 	ck_assert_uint_eq(run.page, 30);
 	ck_assert_int_eq(pc_residency_next_run(r, FILE_PAGES, &run), 0);
 	ck_assert_int_eq(pc_residency_next_run(r, UINT64_MAX, &run), 0);
@@ -499,7 +542,7 @@ START_TEST(force_cachestat_same_bitmap)
 		ck_assert_int_eq(s.ret, 0);
 		ck_assert_int_eq(s.quality, PC_QUALITY_EXACT);
 		ck_assert_int_eq(s.source, PC_SOURCE_CACHESTAT);
-		ck_assert_uint_eq(s.resident, NPAT);
+		ck_assert_uint_eq(s.resident, pattern_count(FILE_PAGES, pat, NPAT, 0, FILE_PAGES));
 		ck_assert_int_eq(s.test_first, -ENODATA);
 	}
 	free(truth);
@@ -671,9 +714,9 @@ static const char *hidden_file(const char *dir, int writable_dir)
 	return pc_test_make_file(name, FILE_PAGES, 0644, 0, 0);
 }
 
-static void hidden_is_unknown(int writable_dir)
+static void hidden_is_unknown(const char *dir, int writable_dir)
 {
-	const char *path = hidden_file(writable_dir ? "hid-w" : "hid-ro", writable_dir);
+	const char *path = hidden_file(dir, writable_dir);
 	struct call c = { .path = path, .advice = -1 };
 	struct snap s;
 	unsigned char *truth = pattern_call(path, pat, NPAT, 1, &c, &s, 0);
@@ -691,13 +734,13 @@ static void hidden_is_unknown(int writable_dir)
 
 START_TEST(nobody_root_0644_file_is_unknown)
 {
-	hidden_is_unknown(0);
+	hidden_is_unknown("hid-ro", 0);
 }
 END_TEST
 
 START_TEST(nobody_root_0644_file_is_unknown_where_nowait_is_known)
 {
-	hidden_is_unknown(1);
+	hidden_is_unknown("hid-w", 1);
 }
 END_TEST
 
@@ -733,9 +776,9 @@ END_TEST
  * sets RANDOM itself and sees one). The limit: this observes FMODE_RANDOM
  * and the readahead window, not every field of the kernel's ra state.
  */
-static void hidden_with_perturb(int writable_dir, unsigned int extra_flags)
+static void hidden_with_perturb(const char *dir, int writable_dir, unsigned int extra_flags)
 {
-	const char *path = hidden_file(writable_dir ? "hidp-w" : "hidp-ro", writable_dir);
+	const char *path = hidden_file(dir, writable_dir);
 	struct call c = { .path = path, .advice = -1, .seek_to = 12345, .reread_page0 = 1,
 			  .flags = PC_RES_ALLOW_PERTURB | extra_flags };
 	struct snap s;
@@ -747,7 +790,7 @@ static void hidden_with_perturb(int writable_dir, unsigned int extra_flags)
 	ck_assert_int_eq(s.quality, PC_QUALITY_EXACT);
 	ck_assert(s.source == PC_SOURCE_IO_URING || s.source == PC_SOURCE_PREADV2);
 	if (extra_flags & PC_RES_COUNT_ONLY) {
-		ck_assert_uint_eq(s.resident, NPAT);
+		ck_assert_uint_eq(s.resident, pattern_count(FILE_PAGES, pat, NPAT, 0, FILE_PAGES));
 		ck_assert_int_eq(s.test_first, -ENODATA);
 	} else {
 		assert_snap_exact(&s, truth, 0, FILE_PAGES);
@@ -756,7 +799,13 @@ static void hidden_with_perturb(int writable_dir, unsigned int extra_flags)
 	ck_assert_int_eq(s.pos_before, 12345);
 	ck_assert_int_eq(s.pos_after, s.pos_before);
 	ck_assert_int_eq(s.fl_after, s.fl_before);
-	/* ... and its readahead mode: a miss at page 0 still reads ahead */
+	/* ... and its readahead mode: a miss at page 0 still reads ahead.
+	 * Under valgrind our own mapping caches pages 0..3: nothing to see. */
+	if (vg_head(FILE_PAGES)) {
+		pc_test_skip("caller's readahead mode", "valgrind reads file headers itself");
+		free(truth);
+		return;
+	}
 	n = pc_test_mincore(path, &after);
 	ck_assert_uint_eq(n, FILE_PAGES);
 	ck_assert_msg(after[0] & 1, "page 0 was read through the caller's fd");
@@ -769,25 +818,25 @@ static void hidden_with_perturb(int writable_dir, unsigned int extra_flags)
 
 START_TEST(nobody_root_0644_allow_perturb_gives_pattern)
 {
-	hidden_with_perturb(0, 0);
+	hidden_with_perturb("hidp-ro", 0, 0);
 }
 END_TEST
 
 START_TEST(nobody_root_0644_allow_perturb_gives_pattern_where_nowait_is_known)
 {
-	hidden_with_perturb(1, 0);
+	hidden_with_perturb("hidp-w", 1, 0);
 }
 END_TEST
 
 START_TEST(nobody_root_0644_allow_perturb_count_only)
 {
-	hidden_with_perturb(0, PC_RES_COUNT_ONLY);
+	hidden_with_perturb("hidp-count", 0, PC_RES_COUNT_ONLY);
 }
 END_TEST
 
 START_TEST(nobody_root_0644_force_nowait_with_perturb_gives_pattern)
 {
-	hidden_with_perturb(0, PC_RES_FORCE_NOWAIT);
+	hidden_with_perturb("hidp-force", 0, PC_RES_FORCE_NOWAIT);
 }
 END_TEST
 
@@ -802,6 +851,11 @@ START_TEST(control_random_fd_reads_one_page)
 	struct snap s;
 	uint64_t n;
 
+	if (vg_head(FILE_PAGES)) {
+		pc_test_skip("control_random_fd_reads_one_page",
+			     "valgrind reads file headers itself");
+		return;
+	}
 	call_as(0, &c, &s);
 	ck_assert_int_eq(s.ret, 0);
 	n = pc_test_mincore(path, &after);
@@ -888,8 +942,8 @@ START_TEST(one_byte_file_has_one_page)
 	pc_test_set_pattern(path, NULL, 0);
 	r = residency_of_path(path, 0, 0, 0);
 	ck_assert_uint_eq(pc_residency_npages(r), 1);
-	ck_assert_int_eq(pc_residency_test(r, 0), 0);
-	ck_assert_uint_eq(pc_residency_resident(r), 0);
+	ck_assert_int_eq(pc_residency_test(r, 0), (int)vg_head(1));
+	ck_assert_uint_eq(pc_residency_resident(r), vg_head(1));
 	pc_residency_free(r);
 }
 END_TEST
@@ -906,11 +960,11 @@ START_TEST(page_plus_one_byte_file_has_two_pages)
 	r = residency_of_path(path, 0, 0, 0);
 	ck_assert_uint_eq(pc_residency_npages(r), 2);
 	ck_assert_uint_eq(pc_residency_file_size(r), ps + 1);
-	ck_assert_int_eq(pc_residency_test(r, 0), 0);
+	ck_assert_int_eq(pc_residency_test(r, 0), vg_head(2) ? 1 : 0);
 	ck_assert_int_eq(pc_residency_test(r, 1), 1);
 	ck_assert_int_eq(pc_residency_next_run(r, 0, &run), 1);
-	ck_assert_uint_eq(run.page, 1);
-	ck_assert_uint_eq(run.npages, 1);
+	ck_assert_uint_eq(run.page, vg_head(2) ? 0 : 1);
+	ck_assert_uint_eq(run.npages, vg_head(2) ? 2 : 1);
 	pc_residency_free(r);
 	/* the partial last page alone */
 	r = residency_of_path(path, ps, 1, 0);
@@ -930,6 +984,7 @@ START_TEST(sparse_16g_file_few_pages_cached_far_apart)
 	const uint64_t p[] = { 0, 1000, (UINT64_C(1) << 30) / ps, (UINT64_C(8) << 30) / ps + 5,
 			       last };
 	const char *path = pc_test_path("sparse-16g");
+	uint64_t want[PC_ARRAY_LEN(p)], nwant = 0;
 	struct pc_residency *r = NULL;
 	unsigned char *truth = NULL;
 	struct pc_run run;
@@ -937,6 +992,10 @@ START_TEST(sparse_16g_file_few_pages_cached_far_apart)
 	char *buf = malloc(ps);
 	int fd;
 
+	/* the resident pages expected, ascending; page 0 is in the pattern, so
+	 * valgrind's header read adds nothing */
+	for (size_t i = 0; i < PC_ARRAY_LEN(p); i++)
+		want[nwant++] = p[i];
 	ck_assert_ptr_nonnull(buf);
 	memset(buf, 's', ps);
 	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -961,8 +1020,9 @@ START_TEST(sparse_16g_file_few_pages_cached_far_apart)
 		ck_assert_uint_eq(pc_test_mincore(path, &truth), size / ps);
 		r = residency_of_path(path, 0, 0, 0);
 		pc_test_mincore(path, &after);
-		same = memcmp(truth, after, size / ps) == 0 &&
-		       vec_count(truth, size / ps) == (int)PC_ARRAY_LEN(p);
+		same = memcmp(truth, after, size / ps) == 0 && vec_count(truth, size / ps) == (int)nwant;
+		for (uint64_t i = 0; same && i < nwant; i++)
+			same = truth[want[i]] == 1;
 		free(after);
 		if (same)
 			break;
@@ -973,19 +1033,23 @@ START_TEST(sparse_16g_file_few_pages_cached_far_apart)
 	ck_assert_uint_eq(pc_residency_npages(r), size / ps);
 	ck_assert_uint_eq(pc_residency_file_size(r), size);
 	ck_assert_int_eq(pc_residency_quality(r), PC_QUALITY_EXACT);
-	ck_assert_uint_eq(pc_residency_resident(r), PC_ARRAY_LEN(p));
-	for (size_t i = 0; i < PC_ARRAY_LEN(p); i++) {
-		ck_assert_int_eq(pc_residency_test(r, p[i]), 1);
-		if (p[i] > 0)
-			ck_assert_int_eq(pc_residency_test(r, p[i] - 1), 0);
+	ck_assert_uint_eq(pc_residency_resident(r), nwant);
+	for (size_t i = 0; i < nwant; i++) {
+		ck_assert_int_eq(pc_residency_test(r, want[i]), 1);
+		if (want[i] > 0)
+			ck_assert_int_eq(pc_residency_test(r, want[i] - 1), 0);
 	}
-	/* the runs are exactly the pattern's pages */
-	for (pg = 0, k = 0; pc_residency_next_run(r, pg, &run) > 0; pg = run.page + run.npages, k++) {
-		ck_assert_uint_lt(k, PC_ARRAY_LEN(p));
-		ck_assert_uint_eq(run.page, p[k]);
-		ck_assert_uint_eq(run.npages, 1);
+	/* the runs are exactly the expected pages, consecutive ones merged */
+	k = 0;
+	for (pg = 0; pc_residency_next_run(r, pg, &run) > 0; pg = run.page + run.npages) {
+		ck_assert_uint_lt(k, nwant);
+		ck_assert_uint_eq(run.page, want[k]);
+		for (uint64_t i = 0; i < run.npages; i++, k++) {
+			ck_assert_uint_lt(k, nwant);
+			ck_assert_uint_eq(want[k], run.page + i);
+		}
 	}
-	ck_assert_uint_eq(k, PC_ARRAY_LEN(p));
+	ck_assert_uint_eq(k, nwant);
 	ck_assert_int_eq(pc_residency_test(r, last + 1), -ERANGE);
 	pc_residency_free(r);
 	free(truth);
@@ -998,17 +1062,17 @@ START_TEST(sparse_16g_file_few_pages_cached_far_apart)
 	ck_assert_int_eq(pc_residency_test(r, last), 1);
 	pc_residency_free(r);
 	r = residency_of_path(path, 0, 0, PC_RES_COUNT_ONLY);
-	ck_assert_uint_eq(pc_residency_resident(r), PC_ARRAY_LEN(p));
+	ck_assert_uint_eq(pc_residency_resident(r), nwant);
 	pc_residency_free(r);
 	if (!pc_test_under_valgrind()) {
 		r = residency_of_path(path, 0, 0, PC_RES_FORCE_CACHESTAT);
-		ck_assert_uint_eq(pc_residency_resident(r), PC_ARRAY_LEN(p));
-		for (size_t i = 0; i < PC_ARRAY_LEN(p); i++)
-			ck_assert_int_eq(pc_residency_test(r, p[i]), 1);
+		ck_assert_uint_eq(pc_residency_resident(r), nwant);
+		for (size_t i = 0; i < nwant; i++)
+			ck_assert_int_eq(pc_residency_test(r, want[i]), 1);
 		pc_residency_free(r);
 	}
 	r = residency_of_path(path, 0, 0, PC_RES_FORCE_MINCORE);
-	ck_assert_uint_eq(pc_residency_resident(r), PC_ARRAY_LEN(p));
+	ck_assert_uint_eq(pc_residency_resident(r), nwant);
 	pc_residency_free(r);
 }
 END_TEST
@@ -1032,18 +1096,21 @@ START_TEST(file_truncated_between_two_calls)
 	close(fd);
 
 	ck_assert_uint_eq(pc_residency_npages(r1), FILE_PAGES);
-	ck_assert_uint_eq(pc_residency_resident(r1), PC_ARRAY_LEN(p));
+	ck_assert_uint_eq(pc_residency_resident(r1),
+			  pattern_count(FILE_PAGES, p, PC_ARRAY_LEN(p), 0, FILE_PAGES));
 	ck_assert_int_eq(pc_residency_test(r1, 63), 1); /* the old answer stays valid */
 
 	ck_assert_uint_eq(pc_residency_npages(r2), 16);
 	ck_assert_uint_eq(pc_residency_file_size(r2), 16 * ps);
-	ck_assert_uint_eq(pc_residency_resident(r2), 2);
+	ck_assert_uint_eq(pc_residency_resident(r2),
+			  pattern_count(FILE_PAGES, p, PC_ARRAY_LEN(p), 0, 16));
 	ck_assert_int_eq(pc_residency_test(r2, 1), 1);
 	ck_assert_int_eq(pc_residency_test(r2, 10), 1);
 	ck_assert_int_eq(pc_residency_test(r2, 40), -ERANGE);
 
 	ck_assert_uint_eq(pc_residency_npages(r3), FILE_PAGES);
-	ck_assert_uint_eq(pc_residency_resident(r3), 2);
+	ck_assert_uint_eq(pc_residency_resident(r3),
+			  pattern_count(FILE_PAGES, p, PC_ARRAY_LEN(p), 0, 16));
 	ck_assert_int_eq(pc_residency_test(r3, 40), 0);
 	ck_assert_int_eq(pc_residency_test(r3, 63), 0);
 	pc_residency_free(r1);
@@ -1216,7 +1283,8 @@ START_TEST(o_path_fd_is_ebadf)
 	int fd = open(path, O_PATH | O_CLOEXEC);
 
 	ck_assert_int_ge(fd, 0);
-	assert_refused(fd, "O_PATH fd", -EBADF, -EBADF);
+	/* under valgrind a forced cachestat meets ENOSYS before EBADF */
+	assert_refused(fd, "O_PATH fd", -EBADF, pc_test_under_valgrind() ? -EOPNOTSUPP : -EBADF);
 	close(fd);
 }
 END_TEST
@@ -1477,7 +1545,7 @@ START_TEST(block_device_bitmap_equals_pattern)
 		same = memcmp(truth, after, n) == 0;
 		free(after);
 		if (same) {
-			unsigned char *want = pattern_vec(n, p, PC_ARRAY_LEN(p));
+			unsigned char *want = pattern_vec_raw(n, p, PC_ARRAY_LEN(p));
 
 			ck_assert_uint_eq(n, 256);
 			ck_assert_int_eq(memcmp(truth, want, n), 0);
@@ -1573,12 +1641,18 @@ START_TEST(mem_file_mapping_own_file_is_exact)
 		pc_test_mincore(path, &truth);
 		ck_assert_int_eq(pc_residency_mem(map, 24 * ps, 0, &r), 0);
 		pc_test_mincore(path, &after);
-		same = memcmp(truth, after, 32) == 0 && vec_count(truth, 32) == 3;
+		same = memcmp(truth, after, 32) == 0;
+		if (same) {
+			unsigned char *want = pattern_vec(32, p, PC_ARRAY_LEN(p));
+
+			same = memcmp(truth, want, 32) == 0;
+			free(want);
+		}
 		if (same) {
 			ck_assert_uint_eq(pc_residency_first_page(r), 0);
 			ck_assert_uint_eq(pc_residency_npages(r), 24);
 			ck_assert_int_eq(pc_residency_quality(r), PC_QUALITY_EXACT);
-			ck_assert_uint_eq(pc_residency_resident(r), 2);
+			ck_assert_uint_eq(pc_residency_resident(r), (uint64_t)vec_count(truth + 8, 24));
 			for (uint64_t pg = 0; pg < 24; pg++)
 				ck_assert_int_eq(pc_residency_test(r, pg), truth[8 + pg]);
 		}
