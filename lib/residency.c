@@ -9,6 +9,7 @@
  *   5. the labels: quality, source, perturbed.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "backend.h"
 #include "bitmap.h"
@@ -24,9 +25,11 @@
  * the answers stay uniform. */
 #define PC_CHUNK_BYTES (UINT64_C(2) << 20)
 #define PC_CHUNK_GROWTH_MAX 64
-/* After this many mixed chunks in a row, stop asking cachestat for a while. */
-#define PC_MIXED_STREAK_MAX 2
-#define PC_BACKOFF_MAX 1024
+/* After a mixed chunk, stop asking cachestat for a while: 4x longer each
+ * time the next answer is mixed again (a mixed chunk costs both calls). */
+#define PC_MIXED_STREAK_MAX 1
+#define PC_BACKOFF_GROWTH 4
+#define PC_BACKOFF_MAX 4096
 /* Pages per probe batch. */
 #define PC_PROBE_BATCH 256
 
@@ -175,7 +178,7 @@ static int fill_adaptive(struct scan *s, uint64_t start, uint64_t end)
 		if (++mixed_streak >= PC_MIXED_STREAK_MAX) {
 			skip = backoff;
 			if (backoff < PC_BACKOFF_MAX)
-				backoff *= 2;
+				backoff *= PC_BACKOFF_GROWTH;
 			mixed_streak = 0;
 		}
 	}
@@ -237,6 +240,14 @@ static int fill_probe(struct scan *s, struct pc_bfile *pf, int descending, int *
 		done += n;
 	}
 	return 0;
+}
+
+/* Forget a partial fill. */
+static void reset_bits(struct pc_residency *r)
+{
+	if (r->bits)
+		memset(r->bits, 0, pc_bitmap_words(r->npages) * sizeof(uint64_t));
+	r->resident = 0;
 }
 
 static void make_unknown(struct pc_residency *r)
@@ -369,6 +380,21 @@ static int scan(struct scan *s, unsigned int flags, const struct pc_modes *m)
 	if (verdict == PC_VERDICT_HIDDEN || (flags & PC_RES_FORCE_NOWAIT)) {
 		if (flags & PC_RES_FORCE_MINCORE)
 			return -EOPNOTSUPP;
+		if (!(flags & PC_RES_FORCE_NOWAIT)) {
+			/* cachestat open to this caller (6.5..6.13 unpatched, or
+			 * our fd is open for writing): exact, and side-effect
+			 * free, by bisecting mixed ranges. */
+			int ret = fill_cachestat(s, r->first_page, r->npages);
+
+			if (ret == 0) {
+				r->quality = PC_QUALITY_EXACT;
+				r->source = PC_SOURCE_CACHESTAT;
+				return 0;
+			}
+			if (ret != -EPERM && ret != -ENOSYS && ret != -EOPNOTSUPP)
+				return ret;
+			reset_bits(r);
+		}
 		return answer_by_probe(s, flags);
 	}
 	s->vec = malloc(r->npages < PC_WINDOW_PAGES ? (size_t)r->npages : PC_WINDOW_PAGES);
