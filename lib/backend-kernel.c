@@ -387,6 +387,7 @@ static int k_find_cold_page(struct pc_backend *b, int dirfd, struct pc_bfile **o
 		fd = openat(dirfd, de->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 		if (fd < 0)
 			continue;
+		(void)posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM); /* a miss reads that page alone */
 		if (bfile_new(fd, 1, &f) < 0)
 			continue;
 		/* Only a file whose residency we see truthfully can be watched. */

@@ -257,6 +257,7 @@ static void make_unknown(struct pc_residency *r)
 	r->resident = 0;
 	r->quality = PC_QUALITY_UNKNOWN;
 	r->source = PC_SOURCE_NONE;
+	r->perturbed = 0;
 }
 
 /* Probe a file mincore hides. Returns 0 (r filled, or made UNKNOWN when no
