@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <liburing.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -154,14 +155,26 @@ PC_EXPORT ssize_t pc_prober_probe(struct pc_prober *p, int fd, const uint64_t *p
 				  uint8_t *resident)
 {
 	uint64_t page_size = (uint64_t)pc_page_size();
+	struct stat st;
 
-	if (!p || fd < 0 || (n && (!pages || !resident)))
+	if (!p || (n && (!pages || !resident)))
 		return -EINVAL;
+	if (fd < 0)
+		return -EBADF;
 	for (size_t i = 0; i < n; i++)
 		if (pages[i] > (uint64_t)INT64_MAX / page_size)
 			return -EINVAL;
 	if (n == 0)
 		return 0;
+	/*
+	 * Only files with a page cache: a pipe answers an io_uring NOWAIT read
+	 * with -EAGAIN (a fake "miss") and a character device with data (a fake
+	 * "hit"), and neither must ever block.
+	 */
+	if (fstat(fd, &st) < 0)
+		return pc_neg_errno();
+	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
+		return -EINVAL;
 	if (p->source == PC_SOURCE_IO_URING)
 		return probe_uring(p, fd, page_size, pages, n, resident);
 	return probe_preadv2(p, fd, page_size, pages, n, resident);
