@@ -28,26 +28,6 @@ struct pc_prober {
 	char *sink;                 /* one byte per slot: where the reads land */
 };
 
-/*
- * io_uring with IORING_OP_READ (5.6+, like the opcode probe itself), or 0
- * when it is disabled (sysctl, seccomp, gVisor: EPERM or ENOSYS) or too old.
- */
-static int ring_init(struct io_uring *ring, unsigned int depth)
-{
-	struct io_uring_probe *probe;
-	int ok;
-
-	if (io_uring_queue_init(depth, ring, 0) < 0)
-		return 0;
-	probe = io_uring_get_probe_ring(ring);
-	ok = probe && io_uring_opcode_supported(probe, IORING_OP_READ);
-	if (probe)
-		io_uring_free_probe(probe);
-	if (!ok)
-		io_uring_queue_exit(ring);
-	return ok;
-}
-
 PC_EXPORT int pc_prober_new(unsigned int queue_depth, struct pc_prober **out)
 {
 	struct pc_prober *p;
@@ -65,7 +45,11 @@ PC_EXPORT int pc_prober_new(unsigned int queue_depth, struct pc_prober **out)
 		free(p);
 		return -ENOMEM;
 	}
-	p->source = ring_init(&p->ring, queue_depth) ? PC_SOURCE_IO_URING : PC_SOURCE_PREADV2;
+	/* Disabled io_uring (sysctl, seccomp, gVisor) fails here: use preadv2. */
+	if (io_uring_queue_init(queue_depth, &p->ring, 0) == 0)
+		p->source = PC_SOURCE_IO_URING;
+	else
+		p->source = PC_SOURCE_PREADV2;
 	*out = p;
 	return 0;
 }
