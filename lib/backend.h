@@ -30,11 +30,10 @@ struct pc_bstat {
 	uint64_t size;         /* bytes */
 };
 
-/* The detected facts the strategy needs for one file. */
+/* The detected process-wide facts the strategy needs. */
 struct pc_modes {
 	int mincore;           /* enum pc_mincore_mode (policy for unprivileged users) */
 	int cachestat;         /* enum pc_cachestat_mode */
-	int nowait;            /* enum pc_nowait_mode of this file's filesystem */
 };
 
 struct pc_backend;
@@ -64,8 +63,11 @@ struct pc_backend_ops {
 	int (*reopen_random)(struct pc_backend *b, struct pc_bfile *f, struct pc_bfile **out);
 	/* The predicate (gate.c on the kernel): 1 pass, 0 fail, -errno. */
 	int (*gate_predict)(struct pc_backend *b, struct pc_bfile *f);
-	/* Detected modes that apply to this file (cached by the backend). */
-	int (*modes)(struct pc_backend *b, struct pc_bfile *f, struct pc_modes *out);
+	/* Detected process-wide modes (cached by the backend). 0 or -errno. */
+	int (*modes)(struct pc_backend *b, struct pc_modes *out);
+	/* enum pc_nowait_mode of f's filesystem (cached by the backend). Asked
+	 * only when a probe is needed: finding out writes a scratch file. */
+	int (*nowait_mode)(struct pc_backend *b, struct pc_bfile *f);
 	void (*close)(struct pc_backend *b, struct pc_bfile *f);
 
 	/* --- primitives for the detector ------------------------------------ */
@@ -89,7 +91,9 @@ struct pc_backend_ops {
 			      uint64_t *page);
 	/* Run fn as an unprivileged user (fsuid/fsgid 65534, no capabilities)
 	 * would: the kernel uses a helper thread that called setfsuid(65534).
-	 * -EPERM when the caller cannot switch (it is unprivileged already). */
+	 * Returns fn's value (the detector's fns return 0 and leave their
+	 * answers in arg), or -EPERM when the caller cannot switch (it is
+	 * unprivileged already) and fn did not run. */
 	int (*as_nobody)(struct pc_backend *b, int (*fn)(struct pc_backend *b, void *arg),
 			 void *arg);
 	/* Wait before polling again (the model returns at once). */
@@ -109,11 +113,28 @@ int pc_detect_mincore_on(struct pc_backend *b);
 int pc_detect_cachestat_on(struct pc_backend *b);
 int pc_detect_nowait_on(struct pc_backend *b, int dirfd);
 
+enum pc_verdict {
+	PC_VERDICT_TRUTHFUL,   /* mincore tells this caller the truth about the file */
+	PC_VERDICT_HIDDEN,     /* mincore fakes, shows mapped pages only, or is useless */
+};
+
+/* Whether mincore is truthful for f (size bytes) and this caller: the
+ * beyond-EOF probe, then the gate where a failed gate reads 0 too.
+ * enum pc_verdict or -errno. */
+int pc_file_verdict(struct pc_backend *b, struct pc_bfile *f, const struct pc_modes *m,
+		    uint64_t size);
+
 /* pc_residency()'s strategy for an open backend file. */
 int pc_residency_on(struct pc_backend *b, struct pc_bfile *f, uint64_t offset,
 		    uint64_t length, unsigned int flags, struct pc_residency **out);
 
 /* ---- the real kernel ----------------------------------------------------- */
+
+/* The NOWAIT mode remembered for a filesystem, or -ENOENT. */
+int pc_nowait_cached(dev_t dev);
+
+/* 1 if an io_uring RWF_NOWAIT read works in this process, else 0. */
+int pc_kernel_io_uring_works(void);
 
 /* The process-wide kernel backend (stateless; detection results are cached
  * behind pthread_once in backend-kernel.c). */

@@ -194,5 +194,10 @@ PC_EXPORT int pc_can_do_mincore(int fd)
 {
 	if (fd < 0)
 		return -EBADF;
+	if (pc_detect_mincore() == PC_MINCORE_FULL) {
+		struct stat st;
+
+		return fstat(fd, &st) < 0 ? pc_neg_errno() : 1;
+	}
 	return pc_gate_predict(fd);
 }

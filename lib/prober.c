@@ -46,7 +46,7 @@ PC_EXPORT int pc_prober_new(unsigned int queue_depth, struct pc_prober **out)
 		return -ENOMEM;
 	}
 	/* Disabled io_uring (sysctl, seccomp, gVisor) fails here: use preadv2. */
-	if (io_uring_queue_init(queue_depth, &p->ring, 0) == 0)
+	if (pc_detect_io_uring() == 1 && io_uring_queue_init(queue_depth, &p->ring, 0) == 0)
 		p->source = PC_SOURCE_IO_URING;
 	else
 		p->source = PC_SOURCE_PREADV2;

@@ -1,0 +1,492 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The backend that asks the running kernel: mincore through fresh untouched
+ * mappings, cachestat, RWF_NOWAIT probes, and the detector's scratch files.
+ */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <linux/fs.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fsuid.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "pc-private.h"
+#include "valgrind-compat.h"
+
+#ifndef RWF_NOWAIT
+#define RWF_NOWAIT 0x00000008
+#endif
+
+/* Probing fewer pages than this uses preadv2: a ring costs more to set up. */
+#define PC_URING_MIN_PAGES 64
+
+struct pc_bfile {
+	int fd;
+	int owned;                 /* close fd in close() */
+	struct pc_prober *prober;  /* made on first probe of many pages */
+};
+
+static long k_page_size(struct pc_backend *b)
+{
+	(void)b;
+	return pc_page_size();
+}
+
+static int bfile_new(int fd, int owned, struct pc_bfile **out)
+{
+	struct pc_bfile *f = calloc(1, sizeof(*f));
+
+	if (!f) {
+		if (owned)
+			close(fd);
+		return -ENOMEM;
+	}
+	f->fd = fd;
+	f->owned = owned;
+	*out = f;
+	return 0;
+}
+
+int pc_kernel_bfile_wrap(int fd, struct pc_bfile **out)
+{
+	if (fd < 0)
+		return -EBADF;
+	return bfile_new(fd, 0, out);
+}
+
+static void k_close(struct pc_backend *b, struct pc_bfile *f)
+{
+	(void)b;
+	if (!f)
+		return;
+	pc_prober_free(f->prober);
+	if (f->owned)
+		close(f->fd);
+	free(f);
+}
+
+static int k_fstat(struct pc_backend *b, struct pc_bfile *f, struct pc_bstat *out)
+{
+	struct stat st;
+
+	(void)b;
+	if (fstat(f->fd, &st) < 0)
+		return pc_neg_errno();
+	if (S_ISREG(st.st_mode)) {
+		out->type = PC_BFILE_REGULAR;
+		out->size = st.st_size > 0 ? (uint64_t)st.st_size : 0;
+	} else if (S_ISBLK(st.st_mode)) {
+		uint64_t bytes;
+
+		if (ioctl(f->fd, BLKGETSIZE64, &bytes) < 0)
+			return pc_neg_errno();
+		out->type = PC_BFILE_BLOCK;
+		out->size = bytes;
+	} else {
+		out->type = PC_BFILE_OTHER;
+		out->size = 0;
+	}
+	return 0;
+}
+
+static int k_mincore(struct pc_backend *b, struct pc_bfile *f, uint64_t page,
+		     uint64_t npages, unsigned char *vec)
+{
+	uint64_t ps = (uint64_t)pc_page_size();
+	void *map;
+	int ret = 0;
+
+	(void)b;
+	if (npages == 0)
+		return 0;
+	if (page > (uint64_t)INT64_MAX / ps || npages > (SIZE_MAX - ps) / ps ||
+	    page * ps > (uint64_t)INT64_MAX - npages * ps)
+		return -EOVERFLOW;
+	/* A fresh mapping that nothing touches: PTEs stay empty, so mincore
+	 * answers from the page cache (or fakes, if the gate fails). */
+	map = mmap(NULL, (size_t)(npages * ps), PROT_READ, MAP_SHARED, f->fd, (off_t)(page * ps));
+	if (map == MAP_FAILED)
+		return pc_neg_errno();
+	if (mincore(map, (size_t)(npages * ps), vec) < 0)
+		ret = pc_neg_errno();
+	munmap(map, (size_t)(npages * ps));
+	return ret;
+}
+
+static int k_cachestat(struct pc_backend *b, struct pc_bfile *f, uint64_t off, uint64_t len,
+		       unsigned int flags, struct pc_cachestat *out)
+{
+	(void)b;
+	return pc_sys_cachestat(f->fd, off, len, flags, out);
+}
+
+static ssize_t probe_preadv2(int fd, const uint64_t *pages, size_t n, uint8_t *resident)
+{
+	uint64_t ps = (uint64_t)pc_page_size();
+	char sink;
+
+	for (size_t i = 0; i < n; i++) {
+		struct iovec iov = { .iov_base = &sink, .iov_len = 1 };
+		ssize_t res;
+
+		do
+			res = preadv2(fd, &iov, 1, (off_t)(pages[i] * ps), RWF_NOWAIT);
+		while (res < 0 && errno == EINTR);
+		if (res < 0 && errno != EAGAIN)
+			return pc_neg_errno();
+		resident[i] = res > 0;
+	}
+	return (ssize_t)n;
+}
+
+static ssize_t k_probe(struct pc_backend *b, struct pc_bfile *f, const uint64_t *pages,
+		       size_t n, uint8_t *resident, int *source)
+{
+	(void)b;
+	if (!f->prober && n >= PC_URING_MIN_PAGES) {
+		int ret = pc_prober_new(0, &f->prober);
+
+		if (ret < 0)
+			return ret;
+	}
+	if (!f->prober) {
+		*source = PC_SOURCE_PREADV2;
+		return probe_preadv2(f->fd, pages, n, resident);
+	}
+	*source = pc_prober_source(f->prober);
+	return pc_prober_probe(f->prober, f->fd, pages, n, resident);
+}
+
+static int k_reopen_random(struct pc_backend *b, struct pc_bfile *f, struct pc_bfile **out)
+{
+	char path[64];
+	int fd, err;
+
+	(void)b;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", f->fd);
+	/* O_NOATIME where we may (owner, CAP_FOWNER): probes are not use. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOATIME);
+	if (fd < 0 && errno == EPERM)
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return pc_neg_errno();
+	err = posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+	if (err) {
+		close(fd);
+		return -err;
+	}
+	return bfile_new(fd, 1, out);
+}
+
+static int k_gate_predict(struct pc_backend *b, struct pc_bfile *f)
+{
+	(void)b;
+	return pc_gate_predict(f->fd);
+}
+
+static int k_modes(struct pc_backend *b, struct pc_modes *out)
+{
+	(void)b;
+	out->mincore = pc_detect_mincore();
+	if (out->mincore < 0)
+		return out->mincore;
+	out->cachestat = pc_detect_cachestat();
+	if (out->cachestat < 0)
+		return out->cachestat;
+	return 0;
+}
+
+static int k_nowait_mode(struct pc_backend *b, struct pc_bfile *f)
+{
+	char link[64], path[PATH_MAX];
+	struct stat st;
+	ssize_t len;
+	char *slash;
+	int dirfd, mode;
+
+	(void)b;
+	if (fstat(f->fd, &st) < 0)
+		return pc_neg_errno();
+	mode = pc_nowait_cached(st.st_dev);
+	if (mode >= 0)
+		return mode;
+	/* Detect in the file's own directory, when its name still leads there. */
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", f->fd);
+	len = readlink(link, path, sizeof(path) - 1);
+	if (len <= 0 || path[0] != '/')
+		return PC_NOWAIT_UNKNOWN;
+	path[len] = '\0';
+	slash = strrchr(path, '/');
+	if (slash == path)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+	dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		return PC_NOWAIT_UNKNOWN;
+	if (fstat(dirfd, &st) == 0) {
+		struct stat fst;
+
+		if (fstat(f->fd, &fst) == 0 && fst.st_dev == st.st_dev)
+			mode = pc_detect_nowait(dirfd);
+		else
+			mode = PC_NOWAIT_UNKNOWN; /* renamed across filesystems */
+	}
+	close(dirfd);
+	return mode < 0 ? PC_NOWAIT_UNKNOWN : mode;
+}
+
+static int k_scratch_new(struct pc_backend *b, int dirfd, uint64_t npages, struct pc_bfile **out)
+{
+	uint64_t ps = (uint64_t)pc_page_size();
+	int fd;
+
+	(void)b;
+	if (dirfd < 0)
+		fd = memfd_create("pagecache-probe", MFD_CLOEXEC);
+	else
+		fd = openat(dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return pc_neg_errno();
+	if (ftruncate(fd, (off_t)(npages * ps)) < 0) {
+		int err = pc_neg_errno();
+
+		close(fd);
+		return err;
+	}
+	return bfile_new(fd, 1, out);
+}
+
+static int k_write_page(struct pc_backend *b, struct pc_bfile *f, uint64_t page)
+{
+	uint64_t ps = (uint64_t)pc_page_size();
+	char *buf = malloc(ps);
+	ssize_t n;
+
+	(void)b;
+	if (!buf)
+		return -ENOMEM;
+	memset(buf, 0x5a, ps);
+	n = pwrite(f->fd, buf, ps, (off_t)(page * ps));
+	free(buf);
+	if (n < 0)
+		return pc_neg_errno();
+	return (uint64_t)n == ps ? 0 : -EIO;
+}
+
+static int k_sync(struct pc_backend *b, struct pc_bfile *f)
+{
+	(void)b;
+	return fdatasync(f->fd) < 0 ? pc_neg_errno() : 0;
+}
+
+static int k_evict(struct pc_backend *b, struct pc_bfile *f, uint64_t page, uint64_t npages)
+{
+	uint64_t ps = (uint64_t)pc_page_size();
+
+	(void)b;
+	return pc_evict(f->fd, page * ps, npages * ps);
+}
+
+static int k_system_file(struct pc_backend *b, struct pc_bfile **out)
+{
+	Dl_info info;
+	int fd;
+
+	(void)b;
+	/* The libc that holds printf: root-owned, read-only to users, and
+	 * its first page is cached because this process runs from it. */
+	if (!dladdr((void *)printf, &info) || !info.dli_fname || info.dli_fname[0] != '/')
+		return -ENOENT;
+	fd = open(info.dli_fname, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return pc_neg_errno();
+	return bfile_new(fd, 1, out);
+}
+
+/* A page of fd that is not resident, among its first few windows. */
+static int cold_page_of(struct pc_bfile *f, uint64_t *page)
+{
+	enum { WINDOW = 256, WINDOWS = 16 };
+	uint64_t ps = (uint64_t)pc_page_size();
+	unsigned char vec[WINDOW];
+	struct pc_bstat st;
+	uint64_t npages;
+
+	if (k_fstat(NULL, f, &st) < 0 || st.type != PC_BFILE_REGULAR)
+		return -ENOENT;
+	npages = st.size / ps; /* whole pages only: a partial last page never misses cleanly */
+	for (uint64_t w = 0; w < WINDOWS && w * WINDOW < npages; w++) {
+		uint64_t n = npages - w * WINDOW < WINDOW ? npages - w * WINDOW : WINDOW;
+
+		if (k_mincore(NULL, f, w * WINDOW, n, vec) < 0)
+			return -ENOENT;
+		for (uint64_t i = 0; i < n; i++) {
+			if (!(vec[i] & 1)) {
+				*page = w * WINDOW + i;
+				return 0;
+			}
+		}
+	}
+	return -ENOENT;
+}
+
+static int k_find_cold_page(struct pc_backend *b, int dirfd, struct pc_bfile **out,
+			    uint64_t *page)
+{
+	enum { MAX_ENTRIES = 64 };
+	struct dirent *de;
+	int seen = 0, ret = -ENOENT;
+	DIR *dir;
+	int dfd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (dfd < 0)
+		return pc_neg_errno();
+	dir = fdopendir(dfd);
+	if (!dir) {
+		close(dfd);
+		return -ENOMEM;
+	}
+	while (ret < 0 && seen++ < MAX_ENTRIES && (de = readdir(dir))) {
+		struct pc_bfile *f;
+		unsigned char v = 1;
+		struct pc_bstat st;
+		int fd;
+
+		if (de->d_type != DT_REG && de->d_type != DT_UNKNOWN)
+			continue;
+		fd = openat(dirfd, de->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+		if (fd < 0)
+			continue;
+		if (bfile_new(fd, 1, &f) < 0)
+			continue;
+		/* Only a file whose residency we see truthfully can be watched. */
+		if (pc_gate_predict(fd) == 1 && k_fstat(b, f, &st) == 0 &&
+		    k_mincore(b, f, pc_div_round_up(st.size, pc_page_size()) +
+				   (2u << 20) / (uint64_t)pc_page_size() + 1, 1, &v) == 0 &&
+		    !(v & 1) && cold_page_of(f, page) == 0) {
+			*out = f;
+			ret = 0;
+		} else {
+			k_close(b, f);
+		}
+	}
+	closedir(dir);
+	return ret;
+}
+
+struct nobody_call {
+	struct pc_backend *b;
+	int (*fn)(struct pc_backend *b, void *arg);
+	void *arg;
+	int ret;
+};
+
+static void *nobody_thread(void *p)
+{
+	struct nobody_call *c = p;
+
+	/* fsuid and capabilities are per thread: leaving fsuid 0 drops the
+	 * filesystem capabilities of this thread only (KERNEL.md section 1). */
+	setfsgid(65534);
+	setfsuid(65534);
+	if ((uid_t)setfsuid((uid_t)-1) != 65534 || (gid_t)setfsgid((gid_t)-1) != 65534) {
+		c->ret = -EPERM;
+		return NULL;
+	}
+	c->ret = c->fn(c->b, c->arg);
+	return NULL;
+}
+
+static int k_as_nobody(struct pc_backend *b, int (*fn)(struct pc_backend *b, void *arg),
+		       void *arg)
+{
+	struct nobody_call c = { .b = b, .fn = fn, .arg = arg, .ret = -EPERM };
+	pthread_t t;
+	int err;
+
+	if ((uid_t)setfsuid((uid_t)-1) == 65534)
+		return -EPERM; /* nobody already: run as ourselves */
+	err = pthread_create(&t, NULL, nobody_thread, &c);
+	if (err)
+		return -err;
+	pthread_join(t, NULL);
+	return c.ret;
+}
+
+static void k_pause_ms(struct pc_backend *b, unsigned int ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+
+	(void)b;
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+int pc_kernel_io_uring_works(void)
+{
+	struct io_uring_cqe *cqe;
+	struct io_uring_sqe *sqe;
+	struct io_uring ring;
+	struct pc_bfile *f;
+	char byte;
+	int works = 0;
+
+	if (k_system_file(NULL, &f) < 0)
+		return 0;
+	if (io_uring_queue_init(2, &ring, 0) < 0) {
+		k_close(NULL, f);
+		return 0;
+	}
+	sqe = io_uring_get_sqe(&ring);
+	if (sqe) {
+		io_uring_prep_read(sqe, f->fd, &byte, 1, 0);
+		sqe->rw_flags = RWF_NOWAIT;
+		if (io_uring_submit_and_wait(&ring, 1) == 1 && io_uring_peek_cqe(&ring, &cqe) == 0) {
+			works = cqe->res == 1 || cqe->res == -EAGAIN;
+			io_uring_cqe_seen(&ring, cqe);
+		}
+	}
+	io_uring_queue_exit(&ring);
+	k_close(NULL, f);
+	return works;
+}
+
+static const struct pc_backend_ops kernel_ops = {
+	.page_size = k_page_size,
+	.fstat = k_fstat,
+	.mincore = k_mincore,
+	.cachestat = k_cachestat,
+	.probe = k_probe,
+	.reopen_random = k_reopen_random,
+	.gate_predict = k_gate_predict,
+	.modes = k_modes,
+	.nowait_mode = k_nowait_mode,
+	.close = k_close,
+	.scratch_new = k_scratch_new,
+	.write_page = k_write_page,
+	.sync = k_sync,
+	.evict = k_evict,
+	.system_file = k_system_file,
+	.find_cold_page = k_find_cold_page,
+	.as_nobody = k_as_nobody,
+	.pause_ms = k_pause_ms,
+};
+
+static struct pc_backend kernel_backend = { .ops = &kernel_ops, .ctx = NULL };
+
+struct pc_backend *pc_kernel_backend(void)
+{
+	return &kernel_backend;
+}

@@ -1,0 +1,368 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Which semantics the kernel applies (KERNEL.md section 5). The decision
+ * procedures run on any backend; the public pc_detect_*() run them once per
+ * process on the real kernel.
+ */
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "pc-private.h"
+
+/* Pages past EOF far enough that no folio (at most PMD-sized and aligned)
+ * can hold them: 2 MiB beyond the last page, plus one. */
+static uint64_t beyond_eof_page(struct pc_backend *b, uint64_t size)
+{
+	uint64_t ps = (uint64_t)b->ops->page_size(b);
+
+	return pc_div_round_up(size, ps) + (UINT64_C(2) << 20) / ps + 1;
+}
+
+/* Step 1: own memfd of two pages, page 0 written, mincore on a fresh
+ * mapping. Returns PC_MINCORE_FULL for page-cache semantics (the gate is
+ * decided in step 2), MAPPED_ONLY, USELESS, UNKNOWN, or -errno. */
+static int mincore_semantics(struct pc_backend *b)
+{
+	const struct pc_backend_ops *ops = b->ops;
+	struct pc_bfile *f;
+	unsigned char vec[2] = { 0, 0 };
+	int ret;
+
+	ret = ops->scratch_new(b, -1, 2, &f);
+	if (ret < 0)
+		return ret;
+	ret = ops->write_page(b, f, 0);
+	if (ret == 0)
+		ret = ops->mincore(b, f, 0, 2, vec);
+	ops->close(b, f);
+	if (ret < 0)
+		return ret;
+	switch ((vec[0] & 1) << 1 | (vec[1] & 1)) {
+	case 2: /* [1,0] */
+		return PC_MINCORE_FULL;
+	case 0: /* [0,0] */
+		return PC_MINCORE_MAPPED_ONLY;
+	case 3: /* [1,1] */
+		return PC_MINCORE_USELESS;
+	default:
+		return PC_MINCORE_UNKNOWN;
+	}
+}
+
+struct gate_probe {
+	int status;       /* 0 or -errno */
+	int beyond_eof;   /* mincore of a page far past EOF */
+	int page0;        /* mincore of page 0 (the ELF header: cached) */
+	int self_passes;  /* the predicate for whoever ran the probe */
+};
+
+/* Step 2 (run as nobody when possible): the system file's answers. The
+ * outcome goes to arg, so that as_nobody's own -EPERM stays unambiguous. */
+static int gate_probe_fn(struct pc_backend *b, void *arg)
+{
+	const struct pc_backend_ops *ops = b->ops;
+	struct gate_probe *g = arg;
+	struct pc_bfile *f;
+	struct pc_bstat st;
+	unsigned char v;
+	int ret;
+
+	ret = ops->system_file(b, &f);
+	if (ret < 0) {
+		g->status = ret;
+		return 0;
+	}
+	ret = ops->fstat(b, f, &st);
+	if (ret == 0)
+		ret = ops->mincore(b, f, beyond_eof_page(b, st.size), 1, &v);
+	if (ret == 0) {
+		g->beyond_eof = v & 1;
+		ret = ops->mincore(b, f, 0, 1, &v);
+	}
+	if (ret == 0) {
+		g->page0 = v & 1;
+		g->self_passes = ops->gate_predict(b, f);
+		ret = g->self_passes < 0 ? g->self_passes : 0;
+	}
+	ops->close(b, f);
+	g->status = ret;
+	return 0;
+}
+
+int pc_detect_mincore_on(struct pc_backend *b)
+{
+	struct gate_probe g = { 0 };
+	int semantics, ret;
+
+	semantics = mincore_semantics(b);
+	if (semantics < 0 || semantics == PC_MINCORE_USELESS || semantics == PC_MINCORE_UNKNOWN)
+		return semantics;
+	ret = b->ops->as_nobody(b, gate_probe_fn, &g);
+	if (ret == -EPERM) {
+		/* Unprivileged already: our own view is the users' view, unless
+		 * we pass the gate on the system file anyway. */
+		ret = gate_probe_fn(b, &g);
+		if (g.status == 0 && g.self_passes)
+			return PC_MINCORE_UNKNOWN;
+	}
+	if (ret < 0)
+		return ret;
+	if (g.status < 0)
+		return g.status;
+	if (g.beyond_eof && g.page0)
+		return semantics == PC_MINCORE_FULL ? PC_MINCORE_GATED_FAKED : PC_MINCORE_UNKNOWN;
+	if (!g.beyond_eof && g.page0)
+		return semantics == PC_MINCORE_FULL ? PC_MINCORE_FULL : PC_MINCORE_UNKNOWN;
+	if (!g.beyond_eof && !g.page0)
+		return semantics == PC_MINCORE_MAPPED_ONLY ? PC_MINCORE_MAPPED_ONLY
+							   : PC_MINCORE_GATED_MAPPED;
+	return PC_MINCORE_UNKNOWN;
+}
+
+/* cachestat with an invalid flag on the system file, as nobody: the
+ * permission check comes before the flags check. The answer goes to
+ * *(int *)arg, so that as_nobody's own -EPERM stays unambiguous. */
+static int cachestat_gate_fn(struct pc_backend *b, void *arg)
+{
+	struct pc_cachestat cs;
+	struct pc_bfile *f;
+	int *answer = arg;
+	int ret;
+
+	ret = b->ops->system_file(b, &f);
+	if (ret < 0) {
+		*answer = ret;
+		return 0;
+	}
+	ret = b->ops->gate_predict(b, f);
+	if (ret == 0)
+		ret = b->ops->cachestat(b, f, 0, 0, 1, &cs);
+	else if (ret > 0)
+		ret = -EBUSY; /* we pass the gate anyway: nothing to learn */
+	b->ops->close(b, f);
+	*answer = ret;
+	return 0;
+}
+
+int pc_detect_cachestat_on(struct pc_backend *b)
+{
+	struct pc_cachestat cs;
+	struct pc_bfile *f;
+	int answer = 0;
+	int ret;
+
+	ret = b->ops->scratch_new(b, -1, 1, &f);
+	if (ret < 0)
+		return ret;
+	ret = b->ops->cachestat(b, f, 0, 0, 1, &cs);
+	b->ops->close(b, f);
+	if (ret == -ENOSYS)
+		return PC_CACHESTAT_ABSENT;
+	if (ret == -EPERM)
+		return PC_CACHESTAT_BLOCKED; /* our own file: a filter, not the gate */
+	if (ret != -EINVAL)
+		return PC_CACHESTAT_UNKNOWN;
+
+	ret = b->ops->as_nobody(b, cachestat_gate_fn, &answer);
+	if (ret == -EPERM)
+		ret = cachestat_gate_fn(b, &answer);
+	if (ret < 0)
+		return ret;
+	if (answer == -EPERM)
+		return PC_CACHESTAT_GATED;
+	if (answer == -EINVAL)
+		return PC_CACHESTAT_OPEN;
+	return PC_CACHESTAT_UNKNOWN;
+}
+
+/* Probe page of f (known not resident) and watch whether it comes in. */
+static int nowait_watch(struct pc_backend *b, struct pc_bfile *f, uint64_t page)
+{
+	uint8_t hit = 0;
+	unsigned char v = 0;
+	int source, ret;
+	ssize_t n;
+
+	n = b->ops->probe(b, f, &page, 1, &hit, &source);
+	if (n == -EOPNOTSUPP)
+		return PC_NOWAIT_UNSUPPORTED;
+	if (n != 1 || hit)
+		return PC_NOWAIT_UNKNOWN; /* an error, or it was cached after all */
+	/* The readahead a miss starts completes asynchronously: poll ~100 ms. */
+	for (int i = 0; i < 20; i++) {
+		ret = b->ops->mincore(b, f, page, 1, &v);
+		if (ret < 0)
+			return PC_NOWAIT_UNKNOWN;
+		if (v & 1)
+			return PC_NOWAIT_DESTRUCTIVE;
+		b->ops->pause_ms(b, 5);
+	}
+	return PC_NOWAIT_CLEAN;
+}
+
+static int nowait_scratch(struct pc_backend *b, struct pc_bfile *f)
+{
+	const struct pc_backend_ops *ops = b->ops;
+	unsigned char vec[2];
+	uint64_t page0 = 0;
+	uint8_t hit;
+	int source, ret;
+	ssize_t n;
+
+	ret = ops->write_page(b, f, 0);
+	if (ret == 0)
+		ret = ops->write_page(b, f, 1);
+	if (ret == 0)
+		ret = ops->sync(b, f);
+	if (ret < 0)
+		return PC_NOWAIT_UNKNOWN;
+	/* A resident page first: unsupported filesystems (tmpfs) answer
+	 * EOPNOTSUPP, and they cannot evict either. */
+	n = ops->probe(b, f, &page0, 1, &hit, &source);
+	if (n == -EOPNOTSUPP)
+		return PC_NOWAIT_UNSUPPORTED;
+	if (n != 1)
+		return PC_NOWAIT_UNKNOWN;
+	ret = ops->evict(b, f, 0, 2);
+	if (ret == 0)
+		ret = ops->mincore(b, f, 0, 2, vec);
+	if (ret < 0 || (vec[1] & 1))
+		return PC_NOWAIT_UNKNOWN; /* could not make a miss to watch */
+	return nowait_watch(b, f, 1);
+}
+
+int pc_detect_nowait_on(struct pc_backend *b, int dirfd)
+{
+	struct pc_bfile *f;
+	uint64_t page;
+	int ret;
+
+	ret = b->ops->scratch_new(b, dirfd, 2, &f);
+	if (ret == 0) {
+		ret = nowait_scratch(b, f);
+		b->ops->close(b, f);
+		return ret;
+	}
+	/* Read-only or foreign directory: one cold page of a file we can see. */
+	ret = b->ops->find_cold_page(b, dirfd, &f, &page);
+	if (ret < 0)
+		return PC_NOWAIT_UNKNOWN;
+	ret = nowait_watch(b, f, page);
+	b->ops->close(b, f);
+	return ret;
+}
+
+/* ---- once per process on the real kernel --------------------------------- */
+
+static pthread_once_t mincore_once = PTHREAD_ONCE_INIT;
+static int mincore_mode;
+static pthread_once_t cachestat_once = PTHREAD_ONCE_INIT;
+static int cachestat_mode;
+
+static void detect_mincore_once(void)
+{
+	mincore_mode = pc_detect_mincore_on(pc_kernel_backend());
+}
+
+static void detect_cachestat_once(void)
+{
+	cachestat_mode = pc_detect_cachestat_on(pc_kernel_backend());
+}
+
+PC_EXPORT int pc_detect_mincore(void)
+{
+	pthread_once(&mincore_once, detect_mincore_once);
+	return mincore_mode;
+}
+
+PC_EXPORT int pc_detect_cachestat(void)
+{
+	pthread_once(&cachestat_once, detect_cachestat_once);
+	return cachestat_mode;
+}
+
+/* NOWAIT results per filesystem, keyed by st_dev. Filesystems are few; the
+ * table is bounded and a full table just means detecting again. */
+#define PC_NOWAIT_SLOTS 64
+
+static pthread_mutex_t nowait_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	dev_t dev;
+	int mode;
+} nowait_table[PC_NOWAIT_SLOTS];
+static unsigned int nowait_used;
+
+int pc_nowait_cached(dev_t dev)
+{
+	int mode = -ENOENT;
+
+	pthread_mutex_lock(&nowait_lock);
+	for (unsigned int i = 0; i < nowait_used; i++)
+		if (nowait_table[i].dev == dev)
+			mode = nowait_table[i].mode;
+	pthread_mutex_unlock(&nowait_lock);
+	return mode;
+}
+
+static void nowait_remember(dev_t dev, int mode)
+{
+	pthread_mutex_lock(&nowait_lock);
+	if (nowait_used < PC_NOWAIT_SLOTS) {
+		unsigned int i;
+
+		for (i = 0; i < nowait_used; i++)
+			if (nowait_table[i].dev == dev)
+				break;
+		nowait_table[i].dev = dev;
+		nowait_table[i].mode = mode;
+		if (i == nowait_used)
+			nowait_used++;
+	}
+	pthread_mutex_unlock(&nowait_lock);
+}
+
+PC_EXPORT int pc_detect_nowait(int dirfd)
+{
+	struct stat st;
+	int fd, mode;
+
+	if (dirfd < 0 && dirfd != AT_FDCWD)
+		return -EBADF;
+	fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return pc_neg_errno();
+	if (fstat(fd, &st) < 0) {
+		mode = pc_neg_errno();
+		close(fd);
+		return mode;
+	}
+	mode = pc_nowait_cached(st.st_dev);
+	if (mode < 0)
+		mode = pc_detect_nowait_on(pc_kernel_backend(), fd);
+	close(fd);
+	/* UNKNOWN may be this directory's fault (read-only, full): another
+	 * directory of the same filesystem may do better next time. */
+	if (mode > PC_NOWAIT_UNKNOWN)
+		nowait_remember(st.st_dev, mode);
+	return mode;
+}
+
+/* io_uring: a ring, and a 1-byte RWF_NOWAIT read of the system file's first
+ * page (cached: we run from it) must complete with data or -EAGAIN. */
+static pthread_once_t io_uring_once = PTHREAD_ONCE_INIT;
+static int io_uring_works;
+
+static void detect_io_uring_once(void)
+{
+	io_uring_works = pc_kernel_io_uring_works();
+}
+
+PC_EXPORT int pc_detect_io_uring(void)
+{
+	pthread_once(&io_uring_once, detect_io_uring_once);
+	return io_uring_works;
+}

@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pc_residency_mem(): mincore on the caller's own mapping, labelled by what
+ * backs each VMA of the range (/proc/self/maps): anonymous memory is always
+ * truthful; a file mapping is as truthful as mincore is for that file.
+ */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "bitmap.h"
+#include "pc-private.h"
+
+#define PC_MEM_WINDOW_PAGES 16384
+
+/* Quality of the answers mincore gives for a file mapping of the file at
+ * fd, given the kernel's modes. */
+static int file_quality(int fd, const struct pc_modes *m)
+{
+	struct pc_backend *b = pc_kernel_backend();
+	struct pc_bfile *f;
+	struct pc_bstat st;
+	int verdict;
+
+	if (pc_kernel_bfile_wrap(fd, &f) < 0)
+		return PC_QUALITY_UNKNOWN;
+	verdict = b->ops->fstat(b, f, &st);
+	if (verdict == 0)
+		verdict = pc_file_verdict(b, f, m, st.size);
+	b->ops->close(b, f);
+	if (verdict == PC_VERDICT_TRUTHFUL)
+		return PC_QUALITY_EXACT;
+	/* Hidden: the caller's own mapped pages still show where the kernel
+	 * falls back to them; elsewhere the answers are fake or useless. */
+	if (verdict == PC_VERDICT_HIDDEN &&
+	    (m->mincore == PC_MINCORE_GATED_MAPPED || m->mincore == PC_MINCORE_MAPPED_ONLY))
+		return PC_QUALITY_MAPPED;
+	return PC_QUALITY_UNKNOWN;
+}
+
+/* Open the file behind a VMA: through map_files (privileged callers), or
+ * by its path when the device and inode still match. -1 if neither. */
+static int open_vma_file(unsigned long start, unsigned long end, const char *path,
+			 unsigned int major_, unsigned int minor_, uint64_t ino)
+{
+	char link[80];
+	struct stat st;
+	int fd;
+
+	snprintf(link, sizeof(link), "/proc/self/map_files/%lx-%lx", start, end);
+	fd = open(link, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0 && path[0] == '/')
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0 || major(st.st_dev) != major_ || minor(st.st_dev) != minor_ ||
+	    (uint64_t)st.st_ino != ino) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* The weakest quality over the VMAs that meet [lo, hi). */
+static int range_quality(unsigned long lo, unsigned long hi, const struct pc_modes *m)
+{
+	int quality = PC_QUALITY_EXACT;
+	char *line = NULL;
+	size_t cap = 0;
+	FILE *maps;
+
+	if (m->mincore == PC_MINCORE_USELESS)
+		return PC_QUALITY_UNKNOWN;
+	maps = fopen("/proc/self/maps", "re");
+	if (!maps)
+		return PC_QUALITY_UNKNOWN;
+	while (quality != PC_QUALITY_UNKNOWN && getline(&line, &cap, maps) > 0) {
+		unsigned long start, end;
+		unsigned int dev_major, dev_minor;
+		uint64_t ino;
+		int path_at = 0, q;
+		char *path;
+
+		if (sscanf(line, "%lx-%lx %*s %*s %x:%x %" SCNu64 " %n", &start, &end, &dev_major,
+			   &dev_minor, &ino, &path_at) < 5)
+			continue;
+		if (end <= lo || start >= hi)
+			continue;
+		path = line + path_at;
+		path[strcspn(path, "\n")] = '\0';
+		if (ino == 0) {
+			/* Anonymous memory is never gated; vdso and vvar have no
+			 * file and read all ones even for root. */
+			q = path[0] == '[' && strcmp(path, "[heap]") != 0 &&
+					    strncmp(path, "[stack", 6) != 0 &&
+					    strncmp(path, "[anon", 5) != 0
+				    ? PC_QUALITY_UNKNOWN
+				    : PC_QUALITY_EXACT;
+			/* mapped-only kernels report swapped anonymous pages as 0 */
+			if (q == PC_QUALITY_EXACT && m->mincore == PC_MINCORE_MAPPED_ONLY)
+				q = PC_QUALITY_MAPPED;
+		} else {
+			int fd = open_vma_file(start, end, path, dev_major, dev_minor, ino);
+
+			q = fd < 0 ? PC_QUALITY_UNKNOWN : file_quality(fd, m);
+			if (fd >= 0)
+				close(fd);
+		}
+		if (q == PC_QUALITY_UNKNOWN || (q == PC_QUALITY_MAPPED && quality == PC_QUALITY_EXACT))
+			quality = q;
+	}
+	free(line);
+	fclose(maps);
+	return quality;
+}
+
+PC_EXPORT int pc_residency_mem(const void *addr, size_t length, unsigned int flags,
+			       struct pc_residency **out)
+{
+	uint64_t ps = (uint64_t)pc_page_size();
+	uintptr_t start = (uintptr_t)addr;
+	unsigned char *vec = NULL;
+	struct pc_residency *r;
+	struct pc_modes m;
+	int ret;
+
+	if (!out || (flags & ~PC_RES_COUNT_ONLY) || start % ps || length > UINTPTR_MAX - start)
+		return -EINVAL;
+	ret = pc_kernel_backend()->ops->modes(pc_kernel_backend(), &m);
+	if (ret < 0)
+		return ret;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->npages = pc_div_round_up(length, ps);
+	r->source = PC_SOURCE_MINCORE;
+	r->quality = r->npages ? range_quality(start, start + r->npages * ps, &m) : PC_QUALITY_EXACT;
+	r->bits = pc_bitmap_new(r->npages);
+	vec = malloc(r->npages < PC_MEM_WINDOW_PAGES ? (size_t)r->npages + 1 : PC_MEM_WINDOW_PAGES);
+	if (!r->bits || !vec) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	/* mincore even when the answer will be UNKNOWN: its errors (ENOMEM for
+	 * a hole in the range) are the caller's to see. */
+	for (uint64_t p = 0; p < r->npages; p += PC_MEM_WINDOW_PAGES) {
+		uint64_t n = r->npages - p < PC_MEM_WINDOW_PAGES ? r->npages - p : PC_MEM_WINDOW_PAGES;
+
+		if (mincore((void *)(start + p * ps), (size_t)(n * ps), vec) < 0) {
+			ret = pc_neg_errno();
+			goto fail;
+		}
+		r->resident += pc_bitmap_from_vec(r->bits, p, vec, n);
+	}
+	free(vec);
+	if (r->quality == PC_QUALITY_UNKNOWN) {
+		r->resident = 0;
+		r->source = PC_SOURCE_NONE;
+	}
+	if (r->quality == PC_QUALITY_UNKNOWN || (flags & PC_RES_COUNT_ONLY)) {
+		free(r->bits);
+		r->bits = NULL;
+	}
+	*out = r;
+	return 0;
+fail:
+	free(vec);
+	pc_residency_free(r);
+	return ret;
+}
