@@ -99,13 +99,15 @@ struct outcome {
 /*
  * On a destructive kernel (6.12+) the read a miss starts can finish before
  * the kernel looks at the page again, and the probe then returns data: seen
- * for 0 to 0.7% of evicted data pages here, and for every page in a hole
- * (nothing to read). Such an answer is allowed when the page is resident
- * after probing and such answers are rare; a resident page answered 0 never.
+ * here for up to 3.6% of evicted data pages at queue depths 1 and 2 (none at
+ * 64 and more, where the batch's reads are dispatched together after it),
+ * and for every page in a hole (nothing to read). Such an answer is allowed
+ * when the page is resident after probing, for at most 1 miss in 8: a
+ * prober answering 1 for what it did not read fails that.
  */
 static size_t false_hits_allowed(size_t misses)
 {
-	return 1 + misses / 50;
+	return 1 + misses / 8;
 }
 
 /* valgrind reads the head of every file mapped (looking for ELF), which
@@ -912,10 +914,15 @@ END_TEST
  * fail with -error; the rest run.
  */
 struct enter_plan {
-	const char *cached, *evicted;   /* 16-page files: all resident, none */
+	/*
+	 * 16 pages all resident; 16 pages evicted; 0 bytes, where every page
+	 * answers 0 (past EOF: no race with readahead, unlike an evicted page)
+	 */
+	const char *cached, *evicted, *empty;
 	int fail_from, fail_count, error;
 	ssize_t first_want;             /* what the probe of cached returns */
-	int extra_error_calls;          /* probes of evicted expected to fail first */
+	int extra_error_calls;          /* probes of empty expected to fail first */
+	int unsent_stay_unsent;         /* the failing probe is of evicted, fd kept open */
 };
 
 static struct {
@@ -967,8 +974,9 @@ static const char *probe_all(struct pc_prober *p, const char *path, int want_val
 	for (int i = 0; i < 16; i++)
 		pages[i] = 15 - (uint64_t)i;
 	memset(resident, 0xa5, sizeof(resident));
+	/* fd stays open (the child exits soon): a read sent late, on behalf of
+	 * a call that has returned, still finds its file and answers 1 */
 	ret = pc_prober_probe(p, fd, pages, 16, resident);
-	close(fd);
 	if (ret != want_ret)
 		return FAIL("%s: probe returned %zd (%s), wanted %zd", path, ret,
 			    ret < 0 ? strerror((int)-ret) : "answers", want_ret);
@@ -977,6 +985,49 @@ static const char *probe_all(struct pc_prober *p, const char *path, int want_val
 			return FAIL("%s: page %d answered %d, wanted %d (a stale answer?)",
 				    path, (int)pages[i], resident[i], want_value);
 	return NULL;
+}
+
+/*
+ * A probe of the evicted file fails at its second io_uring_enter, with the
+ * reads of pages 11 and 10 queued but not sent, and its fd stays open. The
+ * next call must not send them: pages 0..11 of that file stay evicted
+ * (a NOWAIT miss reads its page in here, within milliseconds).
+ */
+static const char *unsent_reads_stay_unsent(struct pc_prober *p, const struct enter_plan *plan)
+{
+	uint64_t pages[16];
+	uint8_t resident[16];
+	unsigned char vec[16];
+	const char *fail = NULL;
+	void *map = MAP_FAILED;
+	int fd = open_random(plan->evicted);
+	ssize_t ret;
+
+	for (int i = 0; i < 16; i++)
+		pages[i] = 15 - (uint64_t)i;
+	if (fd >= 0)
+		map = mmap(NULL, 16 * ps, PROT_READ, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		return FAIL("setup %s: %s", plan->evicted, strerror(errno));
+	ret = pc_prober_probe(p, fd, pages, 16, resident);
+	if (ret != plan->first_want)
+		fail = FAIL("probe of the evicted file returned %zd, wanted %zd", ret,
+			    plan->first_want);
+	if (!fail)
+		fail = probe_all(p, plan->cached, 1, 16);
+	for (int t = 0; t < 50 && !fail; t++) {
+		if (mincore(map, 16 * ps, vec) < 0)
+			fail = FAIL("mincore: %s", strerror(errno));
+		for (int pg = 0; pg < 12 && !fail; pg++)
+			if (vec[pg] & 1)
+				fail = FAIL("page %d of the evicted file was read after the "
+					    "call that listed it had failed", pg);
+		usleep(10 * 1000);
+	}
+	munmap(map, 16 * ps);
+	close(fd);
+	pc_prober_free(p);
+	return fail;
 }
 
 static const char *enter_failure_child(void *arg)
@@ -1000,12 +1051,14 @@ static const char *enter_failure_child(void *arg)
 	if (write(sup.ready[1], &ret, sizeof(ret)) != sizeof(ret))
 		return FAIL("setup: %s", strerror(errno));
 
+	if (plan->unsent_stay_unsent)
+		return unsent_reads_stay_unsent(p, plan);
 	fail = probe_all(p, plan->cached, 1, plan->first_want);
 	for (int i = 0; !fail && i < plan->extra_error_calls; i++)
-		fail = probe_all(p, plan->evicted, 0, -plan->error);
+		fail = probe_all(p, plan->empty, 0, -plan->error);
 	/* the ring is usable, and nothing left over answers for this call */
 	if (!fail && plan->fail_count >= 0)
-		fail = probe_all(p, plan->evicted, 0, 16);
+		fail = probe_all(p, plan->empty, 0, 16);
 	if (!fail && plan->fail_count >= 0)
 		fail = probe_all(p, plan->cached, 1, 16);
 	pc_prober_free(p);
@@ -1019,6 +1072,9 @@ static const struct enter_plan enter_plans[] = {
 	{ .fail_from = 3, .fail_count = 3, .error = EBUSY, .first_want = 16 },
 	/* hard failure mid-batch: an error; the next call drains and works */
 	{ .fail_from = 3, .fail_count = 1, .error = ENOMEM, .first_want = -ENOMEM },
+	/* ... and the reads it could not send are never sent */
+	{ .fail_from = 3, .fail_count = 1, .error = ENOMEM, .first_want = -ENOMEM,
+	  .unsent_stay_unsent = 1 },
 	/* ... and when that drain fails too, the call after it works */
 	{ .fail_from = 3, .fail_count = 2, .error = ENOMEM, .first_want = -ENOMEM,
 	  .extra_error_calls = 1 },
@@ -1044,6 +1100,7 @@ START_TEST(io_uring_enter_failures_leave_the_ring_usable)
 		all[i] = (uint64_t)i;
 	plan.cached = keep(pc_test_make_file("cached", 16, 0644, -1, -1));
 	plan.evicted = keep(pc_test_make_file("evicted", 16, 0644, -1, -1));
+	plan.empty = keep(pc_test_make_file("empty", 0, 0644, -1, -1));
 	pc_test_set_pattern(plan.cached, all, 16);
 	pc_test_set_pattern(plan.evicted, NULL, 0);
 	CHECK(in_child(enter_failure_child, &plan, 60));
