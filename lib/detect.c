@@ -106,7 +106,7 @@ int pc_detect_mincore_on(struct pc_backend *b)
 		/* Unprivileged already: our own view is the users' view, unless
 		 * we pass the gate on the system file anyway. */
 		ret = gate_probe_fn(b, &g);
-		if (g.status == 0 && g.self_passes)
+		if (g.status == 0 && g.self_passes && semantics == PC_MINCORE_FULL)
 			return PC_MINCORE_UNKNOWN;
 	}
 	if (ret < 0)
@@ -179,27 +179,41 @@ int pc_detect_cachestat_on(struct pc_backend *b)
 	return PC_CACHESTAT_UNKNOWN;
 }
 
-/* Probe page of f (known not resident) and watch whether it comes in. */
-static int nowait_watch(struct pc_backend *b, struct pc_bfile *f, uint64_t page)
+/* One NOWAIT probe of page: 1 hit, 0 miss, or a negative errno. */
+static int probe_one(struct pc_backend *b, struct pc_bfile *f, uint64_t page)
 {
 	uint8_t hit = 0;
-	unsigned char v = 0;
-	int source, ret;
-	ssize_t n;
+	int source;
+	ssize_t n = b->ops->probe(b, f, &page, 1, &hit, &source);
 
-	n = b->ops->probe(b, f, &page, 1, &hit, &source);
-	if (n == -EOPNOTSUPP)
+	if (n < 0)
+		return (int)n;
+	return n == 1 ? hit : -EIO;
+}
+
+/*
+ * Probe page of f, which should not be resident, and watch whether the miss
+ * brings it in. The watching is done with NOWAIT probes too, not mincore:
+ * mincore may show only mapped pages (MAPPED_ONLY) or all ones (USELESS).
+ * A hit on the first probe means the page was not evicted: nothing learnt.
+ */
+static int nowait_watch(struct pc_backend *b, struct pc_bfile *f, uint64_t page)
+{
+	int hit = probe_one(b, f, page);
+
+	if (hit == -EOPNOTSUPP)
 		return PC_NOWAIT_UNSUPPORTED;
-	if (n != 1 || hit)
-		return PC_NOWAIT_UNKNOWN; /* an error, or it was cached after all */
-	/* The readahead a miss starts completes asynchronously: poll ~100 ms. */
+	if (hit != 0)
+		return PC_NOWAIT_UNKNOWN;
+	/* The readahead a miss starts completes asynchronously: watch ~100 ms.
+	 * On a clean kernel the repeated misses change nothing either. */
 	for (int i = 0; i < 20; i++) {
-		ret = b->ops->mincore(b, f, page, 1, &v);
-		if (ret < 0)
-			return PC_NOWAIT_UNKNOWN;
-		if (v & 1)
-			return PC_NOWAIT_DESTRUCTIVE;
 		b->ops->pause_ms(b, 5);
+		hit = probe_one(b, f, page);
+		if (hit < 0)
+			return PC_NOWAIT_UNKNOWN;
+		if (hit)
+			return PC_NOWAIT_DESTRUCTIVE;
 	}
 	return PC_NOWAIT_CLEAN;
 }
@@ -207,11 +221,7 @@ static int nowait_watch(struct pc_backend *b, struct pc_bfile *f, uint64_t page)
 static int nowait_scratch(struct pc_backend *b, struct pc_bfile *f)
 {
 	const struct pc_backend_ops *ops = b->ops;
-	unsigned char vec[2];
-	uint64_t page0 = 0;
-	uint8_t hit;
-	int source, ret;
-	ssize_t n;
+	int ret;
 
 	ret = ops->write_page(b, f, 0);
 	if (ret == 0)
@@ -222,16 +232,13 @@ static int nowait_scratch(struct pc_backend *b, struct pc_bfile *f)
 		return PC_NOWAIT_UNKNOWN;
 	/* A resident page first: unsupported filesystems (tmpfs) answer
 	 * EOPNOTSUPP, and they cannot evict either. */
-	n = ops->probe(b, f, &page0, 1, &hit, &source);
-	if (n == -EOPNOTSUPP)
+	ret = probe_one(b, f, 0);
+	if (ret == -EOPNOTSUPP)
 		return PC_NOWAIT_UNSUPPORTED;
-	if (n != 1)
+	if (ret < 0)
 		return PC_NOWAIT_UNKNOWN;
-	ret = ops->evict(b, f, 0, 2);
-	if (ret == 0)
-		ret = ops->mincore(b, f, 0, 2, vec);
-	if (ret < 0 || (vec[1] & 1))
-		return PC_NOWAIT_UNKNOWN; /* could not make a miss to watch */
+	if (ops->evict(b, f, 0, 2) < 0)
+		return PC_NOWAIT_UNKNOWN;
 	return nowait_watch(b, f, 1);
 }
 

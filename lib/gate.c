@@ -4,6 +4,8 @@
  * a file's residency is revealed to the owner (by fsuid), to holders of
  * CAP_FOWNER over the file, and to anyone with write permission. A read-only
  * superblock denies write permission; a read-only bind mount does not.
+ * The gate looks at the inode, the mount and the calling thread's
+ * credentials, never at how the file was opened.
  */
 #include <fcntl.h>
 #include <linux/capability.h>
@@ -13,6 +15,7 @@
 #include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "pc-private.h"
@@ -27,16 +30,15 @@
 #define __NR_faccessat2 439
 #endif
 
-/* The calling thread's filesystem uid/gid: setfsuid(-1) fails and returns
- * the current value. */
+#define UID_MAP "/proc/self/uid_map"
+#define OVERFLOW_UID "/proc/sys/kernel/overflowuid"
+#define ID_RANGE_ALL 4294967295UL /* "0 0 4294967295": the initial namespace */
+
+/* The calling thread's filesystem uid/gid, as its user namespace shows them:
+ * setfsuid(-1) fails and returns the current value. */
 static uid_t current_fsuid(void)
 {
 	return (uid_t)setfsuid((uid_t)-1);
-}
-
-static gid_t current_fsgid(void)
-{
-	return (gid_t)setfsgid((gid_t)-1);
 }
 
 /* Whether the calling thread has cap in its effective set. */
@@ -51,25 +53,71 @@ static int has_effective_cap(int cap)
 	return (data[cap / 32].effective >> (cap % 32)) & 1;
 }
 
-/* Whether id is mapped in the caller's user namespace (map is
- * /proc/self/uid_map or gid_map). Capabilities over an inode count only
- * when both its uid and gid are mapped. */
-static int id_is_mapped(const char *map, unsigned long id)
+/* The id the kernel shows for ids that have no mapping in the caller's
+ * user namespace (65534 unless the administrator changed it). */
+static unsigned long overflow_id(const char *path)
 {
-	unsigned long inside, outside, count;
+	unsigned long id = 65534;
+	FILE *f = fopen(path, "re");
+
+	if (f) {
+		if (fscanf(f, "%lu", &id) != 1)
+			id = 65534;
+		fclose(f);
+	}
+	return id;
+}
+
+/* How an id that fstat or setfsuid(-1) reported relates to the caller's
+ * user namespace. An id without a mapping is shown as the overflow id, so
+ * when the overflow id is itself mapped, seeing it proves nothing. */
+enum id_seen {
+	ID_UNMAPPED,
+	ID_MAPPED,
+	ID_AMBIGUOUS,
+};
+
+static enum id_seen id_classify(const char *map, const char *overflow, unsigned long id)
+{
+	unsigned long inside, outside, count, total = 0;
 	int mapped = 0;
 	FILE *f = fopen(map, "re");
 
 	if (!f)
-		return 1; /* no user namespaces: everything is mapped */
+		return ID_MAPPED; /* no user namespaces: every id is mapped */
 	while (fscanf(f, "%lu %lu %lu", &inside, &outside, &count) == 3) {
-		if (id >= inside && id - inside < count) {
+		if (id >= inside && id - inside < count)
 			mapped = 1;
-			break;
-		}
+		total += count;
 	}
 	fclose(f);
-	return mapped;
+	if (total >= ID_RANGE_ALL)
+		return ID_MAPPED; /* nothing is unmapped, so nothing is munged */
+	if (!mapped)
+		return ID_UNMAPPED;
+	return id == overflow_id(overflow) ? ID_AMBIGUOUS : ID_MAPPED;
+}
+
+/* The owner passes: the kernel compares the caller's fsuid with the file's
+ * uid (through the mount's idmap, as fstat shows it). Equal overflow ids
+ * may stand for two different users, so they do not count. */
+static int owner_passes(const struct stat *st)
+{
+	if (st->st_uid != current_fsuid())
+		return 0;
+	return id_classify(UID_MAP, OVERFLOW_UID, st->st_uid) == ID_MAPPED;
+}
+
+/* CAP_FOWNER passes when it is in the effective set and the file's uid is
+ * mapped in the caller's user namespace. Only the uid: the gate's
+ * owner-or-capable test ignores the gid (seen on 6.18 with a uid-mapped,
+ * gid-unmapped file), unlike CAP_DAC_OVERRIDE, which needs both and which
+ * faccessat evaluates. */
+static int fowner_passes(const struct stat *st)
+{
+	if (!has_effective_cap(CAP_FOWNER))
+		return 0;
+	return id_classify(UID_MAP, OVERFLOW_UID, st->st_uid) == ID_MAPPED;
 }
 
 /* Mount id of fd (statx STATX_MNT_ID, 5.8+), or -1. */
@@ -84,6 +132,23 @@ static long mount_id(int fd)
 	(void)fd;
 #endif
 	return -1;
+}
+
+/* Whether a mountinfo line describes the mount with id mnt_id or, when that
+ * is unknown (-1), any mount of the superblock whose device is dev: every
+ * mount of one superblock shows the same superblock options. */
+static int mountinfo_line_matches(const char *line, long mnt_id, dev_t dev)
+{
+	unsigned int maj, min;
+	char *end;
+	long id = strtol(line, &end, 10);
+
+	if (mnt_id >= 0)
+		return id == mnt_id;
+	/* "ID PARENT MAJ:MIN ..." */
+	if (sscanf(end, "%*d %u:%u", &maj, &min) != 2)
+		return 0;
+	return maj == major(dev) && min == minor(dev);
 }
 
 /* Whether a comma-separated option list (ending at a space) holds "ro". */
@@ -101,93 +166,90 @@ static int opts_have_ro(const char *opts)
 	return 0;
 }
 
-/* 1 if the superblock holding fd is read-only (from /proc/self/mountinfo:
- * superblock options follow " - fstype source "), 0 if not, -1 unknown. */
-static int superblock_readonly(int fd)
+/* 1 if a mountinfo line's superblock options (after " - FSTYPE SOURCE ")
+ * hold "ro", 0 if not, -1 if the line is malformed. */
+static int line_superblock_readonly(const char *line)
+{
+	const char *p = strstr(line, " - ");
+
+	if (!p)
+		return -1;
+	p += 3;
+	for (int field = 0; field < 2; field++) { /* skip fstype, source */
+		p = strchr(p, ' ');
+		if (!p)
+			return -1;
+		p++;
+	}
+	return opts_have_ro(p);
+}
+
+/* 1 if the superblock holding fd is read-only (from /proc/self/mountinfo),
+ * 0 if not, -1 if unknown. */
+static int superblock_readonly(int fd, const struct stat *st)
 {
 	long id = mount_id(fd);
 	char *line = NULL;
 	size_t cap = 0;
 	int ret = -1;
-	FILE *f;
+	FILE *f = fopen("/proc/self/mountinfo", "re");
 
-	if (id < 0)
-		return -1;
-	f = fopen("/proc/self/mountinfo", "re");
 	if (!f)
 		return -1;
 	while (getline(&line, &cap, f) > 0) {
-		char *sep, *p;
-
-		if (strtol(line, NULL, 10) != id)
-			continue;
-		sep = strstr(line, " - ");
-		if (!sep)
+		if (mountinfo_line_matches(line, id, st->st_dev)) {
+			ret = line_superblock_readonly(line);
 			break;
-		p = sep + 3;
-		for (int field = 0; field < 2 && p; field++) { /* skip fstype, source */
-			p = strchr(p, ' ');
-			if (p)
-				p++;
 		}
-		if (p)
-			ret = opts_have_ro(p);
-		break;
 	}
 	free(line);
 	fclose(f);
 	return ret;
 }
 
-/* Write permission from the mode bits alone, for the read-only bind mount
- * case where faccessat answers EROFS without looking at them. */
-static int mode_allows_write(const struct stat *st, uid_t fsuid, gid_t fsgid)
+/* Write permission, as inode_permission(MAY_WRITE) decides it, with the
+ * thread's fs ids and effective capabilities (AT_EACCESS). faccessat runs
+ * the full permission check (mode, ACLs, capabilities, immutable flag, a
+ * read-only superblock, LSMs) first and looks at the mount's read-only flag
+ * only after it passed: EROFS on a writable superblock therefore means
+ * that only a read-only bind mount refused, which the gate ignores. */
+static int write_permission_passes(int fd, const struct stat *st)
 {
-	if (has_effective_cap(CAP_DAC_OVERRIDE))
+	if (syscall(__NR_faccessat2, fd, "", W_OK, AT_EACCESS | AT_EMPTY_PATH) == 0)
 		return 1;
-	if (st->st_uid == fsuid)
-		return (st->st_mode & S_IWUSR) != 0;
-	if (st->st_gid == fsgid)
-		return (st->st_mode & S_IWGRP) != 0;
-	{
-		gid_t groups[256];
-		int n = getgroups((int)PC_ARRAY_SIZE(groups), groups);
-
-		for (int i = 0; i < n; i++)
-			if (groups[i] == st->st_gid)
-				return (st->st_mode & S_IWGRP) != 0;
+	switch (errno) {
+	case EACCES:
+	case EPERM: /* immutable or append-only */
+		return 0;
+	case EROFS:
+		/* unknown superblock state: say hidden rather than guess truth */
+		return superblock_readonly(fd, st) == 0;
+	default:
+		return pc_neg_errno();
 	}
-	return (st->st_mode & S_IWOTH) != 0;
+}
+
+/* Only what mincore can be asked about: files that can be mapped and have
+ * a page cache. */
+static int mappable_file(int fd, struct stat *st)
+{
+	if (fstat(fd, st) < 0)
+		return pc_neg_errno();
+	if (!S_ISREG(st->st_mode) && !S_ISBLK(st->st_mode))
+		return -EINVAL;
+	return 0;
 }
 
 int pc_gate_predict(int fd)
 {
 	struct stat st;
-	uid_t fsuid = current_fsuid();
+	int ret = mappable_file(fd, &st);
 
-	if (fstat(fd, &st) < 0)
-		return pc_neg_errno();
-	if (st.st_uid == fsuid)
+	if (ret < 0)
+		return ret;
+	if (owner_passes(&st) || fowner_passes(&st))
 		return 1;
-	if (has_effective_cap(CAP_FOWNER) && id_is_mapped("/proc/self/uid_map", st.st_uid) &&
-	    id_is_mapped("/proc/self/gid_map", st.st_gid))
-		return 1;
-	if (syscall(__NR_faccessat2, fd, "", W_OK, AT_EACCESS | AT_EMPTY_PATH) == 0)
-		return 1;
-	switch (errno) {
-	case EACCES:
-	case EPERM:     /* immutable or append-only */
-	case ETXTBSY:
-		return 0;
-	case EROFS:
-		/* A read-only superblock denies; a read-only bind mount does not,
-		 * and then only the permission bits decide. */
-		if (superblock_readonly(fd) != 0)
-			return 0;
-		return mode_allows_write(&st, fsuid, current_fsgid());
-	default:
-		return pc_neg_errno();
-	}
+	return write_permission_passes(fd, &st);
 }
 
 PC_EXPORT int pc_can_do_mincore(int fd)
@@ -196,8 +258,9 @@ PC_EXPORT int pc_can_do_mincore(int fd)
 		return -EBADF;
 	if (pc_detect_mincore() == PC_MINCORE_FULL) {
 		struct stat st;
+		int ret = mappable_file(fd, &st);
 
-		return fstat(fd, &st) < 0 ? pc_neg_errno() : 1;
+		return ret < 0 ? ret : 1;
 	}
 	return pc_gate_predict(fd);
 }

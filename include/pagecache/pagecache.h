@@ -70,9 +70,19 @@ int pc_cachestat(int fd, uint64_t offset, uint64_t length, struct pc_cachestat *
  * On kernels whose mincore has no gate (pc_detect_mincore() == PC_MINCORE_FULL)
  * it returns 1 for every file.
  *
+ * The gate looks at the file, its mount and the thread's credentials, not
+ * at how @fd was opened: a descriptor open for writing does not open it
+ * (unlike cachestat), and an O_PATH descriptor is answered for the file it
+ * names, although mincore itself needs a readable descriptor to map.
+ * Regular files and block devices only: other types (directories
+ * included) give -EINVAL. Inside a user namespace that maps the overflow id
+ * (65534) but not every id, a file owned by the overflow id may be
+ * predicted hidden where the kernel reveals it, never the reverse.
+ *
  * This is a prediction: FUSE, NFS, overlayfs and LSMs can decide otherwise.
  * pc_residency() probes the kernel and never relies on it alone.
- * Returns 1 (residency visible), 0 (the kernel hides it), or -errno.
+ * Returns 1 (residency visible), 0 (the kernel hides it), -EBADF, -EINVAL,
+ * or another -errno.
  * @since 0.1
  */
 int pc_can_do_mincore(int fd);

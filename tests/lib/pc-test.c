@@ -18,7 +18,10 @@
 #include "pc-test.h"
 
 static char *scratch;
-static int scratch_owned;
+static pid_t scratch_owner; /* only the process that made it removes it */
+/* Strings handed out by pc_test_path(), freed at exit. */
+static char **paths;
+static size_t npaths;
 
 static void die(const char *what)
 {
@@ -30,11 +33,21 @@ static void remove_scratch(void)
 {
 	char cmd[4200];
 
-	if (!scratch || !scratch_owned || getenv("PC_TEST_KEEP"))
+	for (size_t i = 0; i < npaths; i++)
+		free(paths[i]);
+	free(paths);
+	paths = NULL;
+	npaths = 0;
+	if (!scratch)
 		return;
-	snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", scratch);
-	if (system(cmd) != 0)
-		fprintf(stderr, "pc-test: could not remove %s\n", scratch);
+	/* forked test children exit too: never remove the parent's directory */
+	if (scratch_owner == getpid() && !getenv("PC_TEST_KEEP")) {
+		snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", scratch);
+		if (system(cmd) != 0)
+			fprintf(stderr, "pc-test: could not remove %s\n", scratch);
+	}
+	free(scratch);
+	scratch = NULL;
 }
 
 const char *pc_test_dir(void)
@@ -56,7 +69,7 @@ const char *pc_test_dir(void)
 	}
 	if (!scratch || !mkdtemp(scratch))
 		die("mkdtemp");
-	scratch_owned = 1;
+	scratch_owner = getpid();
 	if (chmod(scratch, 0755) < 0)
 		die("chmod scratch dir");
 	atexit(remove_scratch);
@@ -71,12 +84,15 @@ const char *pc_test_dir(void)
 const char *pc_test_path(const char *name)
 {
 	size_t len = strlen(pc_test_dir()) + strlen(name) + 2;
+	char **grown = realloc(paths, (npaths + 1) * sizeof(*paths));
 	char *p = malloc(len);
 
-	if (!p)
+	if (!grown || !p)
 		die("malloc");
+	paths = grown;
+	paths[npaths++] = p;
 	snprintf(p, len, "%s/%s", pc_test_dir(), name);
-	return p; /* test processes are short-lived; freed at exit */
+	return p; /* freed at exit, with the scratch directory */
 }
 
 const char *pc_test_make_file(const char *name, uint64_t npages, mode_t mode, int uid, int gid)

@@ -1,0 +1,136 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# scripts/test.sh [--quick]
+#
+# Sets up (Debian packages, meson, ninja; see setup.sh), then runs every
+# stage CI checks and exits non-zero if any of them failed:
+#   plain     meson test in build/
+#   valgrind  meson test --setup=valgrind in build/
+#   asan      a separate build-asan/ with -Db_sanitize=address,undefined
+# --quick runs the plain stage only. All stages run even when one fails.
+#
+# After each stage every skip is listed: tests meson reports as SKIP and the
+# "SKIP: <case>: <why>" lines of test binaries. With CI=true a skip that
+# tests/expected-skips does not list fails the stage.
+#
+# The last line reads "N passed, N failed, N skipped", counting meson tests
+# over all stages; a stage whose build, test run or skip accounting fails
+# without a failed test to show for it counts as one failure.
+
+set -euo pipefail
+
+# shellcheck source=scripts/setup.sh
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+
+quick=0
+for arg in "$@"; do
+	case $arg in
+	--quick) quick=1 ;;
+	-h | --help)
+		sed -n '3,/^$/s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+		exit 0
+		;;
+	*)
+		pc_log "test: unknown argument: $arg (try --help)"
+		exit 2
+		;;
+	esac
+done
+
+ci=()
+if [[ ${CI:-} == true ]]; then
+	ci=(--ci)
+fi
+
+pc_setup_packages
+cd "$PC_ROOT"
+
+stage_names=()
+stage_results=()
+stage_times=()
+stage_counts=()
+total_passed=0
+total_failed=0
+total_skipped=0
+
+now() {
+	printf '%s\n' "${EPOCHREALTIME/,/.}"
+}
+
+# run_stage NAME BUILDDIR "MESON_OPTIONS" [MESON_TEST_ARGS...]
+run_stage() {
+	local name=$1 dir=$2 options=$3
+	shift 3
+	local start result=PASS passed=0 failed=0 skipped=0 unexpected=0
+	# meson names the log LOGBASE.json, or LOGBASE-SETUP.json with --setup
+	local logbase=stage-$name log logs
+	local counts
+	counts=$(mktemp)
+	start=$(now)
+	printf '\n==== stage %s ====\n' "$name"
+
+	# shellcheck disable=SC2086 # options are words
+	if ! pc_setup_build "$dir" $options; then
+		result="FAIL (build)"
+		failed=1
+	else
+		rm -f "$dir/meson-logs/$logbase"*
+		local test_rc=0 log_rc=0
+		meson test -C "$dir" --print-errorlogs --logbase "$logbase" "$@" || test_rc=$?
+		logs=("$dir/meson-logs/$logbase"*.json)
+		log=${logs[0]}
+		python3 "$PC_ROOT/scripts/testlog.py" --stage "$name" --log "$log" \
+			--expected "$PC_ROOT/tests/expected-skips" --counts "$counts" "${ci[@]}" || log_rc=$?
+		if [[ -s $counts ]]; then
+			read -r passed failed skipped unexpected <"$counts"
+		fi
+		if ((test_rc != 0)); then
+			result=FAIL
+			# meson could not even run the tests (e.g. a failed rebuild)
+			if ((failed == 0)); then
+				failed=1
+			fi
+		elif ((log_rc != 0)); then
+			if ((unexpected > 0)); then
+				result="FAIL (unexpected skip)"
+			else
+				result="FAIL (skip accounting)"
+				failed=$((failed + 1))
+			fi
+		fi
+	fi
+	rm -f "$counts"
+
+	local secs
+	secs=$(awk -v a="$start" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
+	printf '==== stage %s: %s in %ss (%d passed, %d failed, %d skipped)\n' \
+		"$name" "$result" "$secs" "$passed" "$failed" "$skipped"
+	stage_names+=("$name")
+	stage_results+=("$result")
+	stage_times+=("$secs")
+	stage_counts+=("$passed passed, $failed failed, $skipped skipped")
+	total_passed=$((total_passed + passed))
+	total_failed=$((total_failed + failed))
+	total_skipped=$((total_skipped + skipped))
+}
+
+run_stage plain build ""
+if ((!quick)); then
+	run_stage valgrind build "" --setup=valgrind
+	export ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:abort_on_error=1:detect_leaks=1:print_summary=1}
+	export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:abort_on_error=1}
+	run_stage asan build-asan "-Db_sanitize=address,undefined -Db_lundef=false"
+fi
+
+status=0
+printf '\n==== summary\n'
+for i in "${!stage_names[@]}"; do
+	printf '%-9s %-24s %7ss  %s\n' "${stage_names[$i]}" "${stage_results[$i]}" \
+		"${stage_times[$i]}" "${stage_counts[$i]}"
+	if [[ ${stage_results[$i]} != PASS ]]; then
+		status=1
+	fi
+done
+printf '%d passed, %d failed, %d skipped\n' "$total_passed" "$total_failed" "$total_skipped"
+exit "$status"
