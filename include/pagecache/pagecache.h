@@ -304,8 +304,8 @@ int pc_prober_new(unsigned int queue_depth, struct pc_prober **out);
  * readahead a miss starts cannot change a later answer; even so a miss can
  * come back as a hit when the read it started is done before the kernel
  * looks again: always for a page in a hole (nothing to read), now and then
- * for others (up to a few % of evicted pages on Linux 6.18 at queue depths
- * 1 and 2, where each read is dispatched at once; none seen at 64).
+ * for others (up to 0.7% of evicted pages on Linux 6.18 at queue depths 1
+ * and 2, where each read is dispatched at once; none seen at 64).
  * Returns the number of pages answered (n; 0 when @n is 0) or -errno:
  * -EOPNOTSUPP where the filesystem does not support RWF_NOWAIT (tmpfs,
  * procfs), -EBADF for a bad or not readable @fd, -EINVAL for a NULL @p,
