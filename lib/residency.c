@@ -55,6 +55,9 @@ int pc_file_verdict(struct pc_backend *b, struct pc_bfile *f, const struct pc_mo
 	/* The probe decides: a page that can never be cached reads 1 exactly
 	 * when the kernel fakes this file's answers. */
 	ret = b->ops->mincore(b, f, pc_div_round_up(size, ps) + PC_CHUNK_BYTES / ps + 1, 1, &v);
+	if (ret == -EACCES || ret == -ENODEV)
+		return PC_VERDICT_HIDDEN; /* fd not open for reading, or no mmap here:
+					   * mincore cannot answer, others may */
 	if (ret < 0)
 		return ret;
 	if (v & 1)

@@ -215,11 +215,18 @@ struct pc_residency;
  * The answer is labelled: PC_QUALITY_EXACT when the kernel told the truth
  * (mincore whose beyond-EOF probe reads 0, cachestat, or a side-effect-free
  * RWF_NOWAIT probe), PC_QUALITY_UNKNOWN when the kernel hides the file from
- * the caller (resident 0, no bitmap). With PC_RES_ALLOW_PERTURB a hidden file
- * is probed with RWF_NOWAIT reads from its last page to its first on a
- * private file description; on kernels where a miss starts readahead this
- * caches the missed pages and pc_residency_perturbed() says so.
+ * the caller (resident 0, no bitmap). Where mincore hides a file but
+ * cachestat answers the caller (kernels 6.5..6.13 without the cachestat
+ * gate, or an fd open for writing), the bitmap comes from cachestat alone.
+ * With PC_RES_ALLOW_PERTURB a hidden file is probed with RWF_NOWAIT reads
+ * from its last page to its first on a private file description with
+ * POSIX_FADV_RANDOM; on kernels where a miss starts readahead this caches
+ * the missed pages and pc_residency_perturbed() says so. Such a probe is a
+ * sample: the read a miss starts can finish before the probe looks again
+ * (seen under CPU load, and always for holes of sparse files), and then
+ * that page reads as resident, which it is by then.
  * Never faults a page in. Memory: one bit per page plus a fixed window.
+ * A bitmap needs @fd open for reading (mincore maps it); counts do not.
  * Returns 0 and *@out, or -errno (-EINVAL for unknown flags,
  * -EOPNOTSUPP when a forced source cannot give a truthful answer).
  * @since 0.1
