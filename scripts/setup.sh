@@ -19,6 +19,7 @@ PC_PACKAGES=(
 	valgrind python3                     # test stages, abi checks
 	acl e2fsprogs util-linux             # setfacl, chattr, mount, setpriv in tests
 	vmtouch                              # cross-checking residency by hand
+	groff-base mandoc                    # man page checks: groff -ww, mandoc -Tlint
 )
 
 PC_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
