@@ -211,8 +211,9 @@ uint64_t pcm_file_size(const struct pcm_file *f);
 
 /**
  * pcm_task_new() - a task with filesystem ids @fsuid/@fsgid, no
- * supplementary groups, and effective capabilities @caps. It lives until
- * pcm_task_free() or pcm_kernel_free().
+ * supplementary groups, and effective capabilities @caps (PCM_CAP_*). It
+ * lives until pcm_task_free() or pcm_kernel_free(). Returns 0 or -EINVAL,
+ * -ENOMEM.
  */
 int pcm_task_new(struct pcm_kernel *k, uint32_t fsuid, uint32_t fsgid, unsigned int caps,
 		 struct pcm_task **out);
@@ -273,8 +274,9 @@ int pcm_fadvise(struct pcm_fd *fd, uint64_t page, uint64_t npages, int advice);
  * *@addr gets the (page aligned) address: without PCM_MAP_FIXED, the
  * lowest 1 GiB boundary with room and a free page on either side, so that
  * separately made mappings never touch and virtual pages are aligned like
- * file pages. Returns 0 or -EINVAL, -EBADF (@fd of another task or
- * closed), -EACCES (a write-shared mapping of a read-only fd), -ENOMEM.
+ * file pages. Returns 0 or -EINVAL (also for @npages 0), -EBADF (@fd of
+ * another task or closed), -EACCES (a write-shared mapping of a read-only
+ * fd), -EOVERFLOW (@pgoff far past any file size), -ENOMEM.
  */
 int pcm_mmap(struct pcm_task *t, struct pcm_fd *fd, uint64_t pgoff, uint64_t npages,
 	     int prot, int flags, uint64_t *addr);

@@ -60,15 +60,18 @@ int pc_cachestat(int fd, uint64_t offset, uint64_t length, struct pc_cachestat *
 /* ---- the kernel's mincore gate -------------------------------------------- */
 
 /**
- * pc_can_do_mincore() - predict whether mincore(2) tells the calling thread
- * the truth about @fd's pages.
+ * pc_can_do_mincore() - predict whether the kernel's mincore(2) gate lets
+ * the calling thread see the residency of @fd's pages.
  *
  * Follows the kernel's can_do_mincore() rules with the calling thread's
  * filesystem credentials: the owner (fsuid, through the mount's idmap), a
  * holder of CAP_FOWNER, or anyone with write permission passes; a read-only
  * superblock denies write permission, a read-only bind mount does not.
  * On kernels whose mincore has no gate (pc_detect_mincore() == PC_MINCORE_FULL)
- * it returns 1 for every file.
+ * it returns 1 for every file. Where mincore shows no file's page cache to
+ * anyone (PC_MINCORE_MAPPED_ONLY, PC_MINCORE_USELESS) it still answers the
+ * gate's rule, and 1 does not mean that mincore tells the truth there.
+ * The first call runs pc_detect_mincore().
  *
  * The gate looks at the file, its mount and the thread's credentials, not
  * at how @fd was opened: a descriptor open for writing does not open it
@@ -82,15 +85,19 @@ int pc_cachestat(int fd, uint64_t offset, uint64_t length, struct pc_cachestat *
  * This is a prediction: FUSE, NFS, overlayfs and LSMs can decide otherwise.
  * pc_residency() probes the kernel and never relies on it alone.
  * Returns 1 (residency visible), 0 (the kernel hides it), -EBADF, -EINVAL,
- * or another -errno.
+ * -ENOSYS (no faccessat2, before Linux 5.8, for a file the caller neither
+ * owns nor holds CAP_FOWNER over), or another -errno.
  * @since 0.1
  */
 int pc_can_do_mincore(int fd);
 
 /**
  * pc_evict() - drop @length bytes of @fd from @offset out of the page cache
- * (POSIX_FADV_DONTNEED). @length 0 means to the end of the file. Dirty pages
- * and pages mapped by any process stay. Returns 0 or -errno.
+ * (POSIX_FADV_DONTNEED). @length 0 means to the end of the file. Dirty pages,
+ * pages mapped by any process, large folios the range covers only in part
+ * (ext4 caches in folios of up to 2 MiB) and tmpfs pages stay. Dropped pages
+ * leave no shadow entries. Returns 0 or -errno (-EINVAL when @offset or
+ * @length exceeds INT64_MAX).
  * @since 0.1
  */
 int pc_evict(int fd, uint64_t offset, uint64_t length);
@@ -120,15 +127,16 @@ enum pc_cachestat_mode {
 	PC_CACHESTAT_UNKNOWN = 0, /* could not find out */
 	PC_CACHESTAT_ABSENT,      /* ENOSYS: before 6.5, or valgrind */
 	PC_CACHESTAT_BLOCKED,     /* a seccomp or LSM filter refuses it outright */
-	PC_CACHESTAT_GATED,       /* 6.14+: writers, owners and CAP_FOWNER only */
+	PC_CACHESTAT_GATED,       /* 6.14+: fds open for writing, owners, CAP_FOWNER, writers */
 	PC_CACHESTAT_OPEN,        /* 6.5..6.13 unpatched: anyone who can open the file */
 };
 
 /**
  * pc_detect_mincore() - the mincore semantics this kernel applies to
  * unprivileged users (enum pc_mincore_mode), probed side-effect free from a
- * helper thread that called setfsuid(65534) when the caller is privileged.
- * Detected once per process. Returns the mode or -errno.
+ * helper thread that called setfsuid(65534) when the caller may do that.
+ * Uses a memfd and maps the C library; touches no disk. Detected once per
+ * process: the first result, an error too, is kept. Returns the mode or -errno.
  * @since 0.1
  */
 int pc_detect_mincore(void);
@@ -139,8 +147,10 @@ int pc_detect_mincore(void);
  * Writes nothing but an unlinked O_TMPFILE there when the directory is
  * writable; otherwise it may use one non-resident page of a readable file in
  * that directory whose residency the caller can see (that page may end up
- * cached); otherwise PC_NOWAIT_UNKNOWN. Cached per filesystem (st_dev).
- * Returns the mode or -errno.
+ * cached); otherwise PC_NOWAIT_UNKNOWN. Cached per filesystem (st_dev),
+ * except UNKNOWN. Takes up to a few hundred milliseconds the first time.
+ * Returns the mode or -errno (-EBADF for a negative @dirfd other than
+ * AT_FDCWD, -ENOTDIR).
  * @since 0.1
  */
 int pc_detect_nowait(int dirfd);
@@ -213,11 +223,13 @@ struct pc_residency;
  * other types give -EINVAL (a FIFO is never read).
  *
  * The answer is labelled: PC_QUALITY_EXACT when the kernel told the truth
- * (mincore whose beyond-EOF probe reads 0, cachestat, or a side-effect-free
- * RWF_NOWAIT probe), PC_QUALITY_UNKNOWN when the kernel hides the file from
- * the caller (resident 0, no bitmap). Where mincore hides a file but
- * cachestat answers the caller (kernels 6.5..6.13 without the cachestat
- * gate, or an fd open for writing), the bitmap comes from cachestat alone.
+ * (mincore whose beyond-EOF probe reads 0, cachestat, or RWF_NOWAIT probes),
+ * PC_QUALITY_UNKNOWN when the kernel hides the file from the caller and no
+ * acceptable probe exists (resident 0, no bitmap). An empty range (at or
+ * past EOF) is EXACT with 0 pages and PC_SOURCE_NONE. Where mincore hides a
+ * file but cachestat answers the caller (kernels 6.5..6.13 without the
+ * cachestat gate, or an fd open for writing), the bitmap comes from
+ * cachestat alone.
  * With PC_RES_ALLOW_PERTURB a hidden file is probed with RWF_NOWAIT reads
  * from its last page to its first on a private file description with
  * POSIX_FADV_RANDOM; on kernels where a miss starts readahead this caches
@@ -225,10 +237,17 @@ struct pc_residency;
  * sample: the read a miss starts can finish before the probe looks again
  * (seen under CPU load, and always for holes of sparse files), and then
  * that page reads as resident, which it is by then.
+ * Without PC_RES_ALLOW_PERTURB probes run only where RWF_NOWAIT is clean;
+ * finding that out (once per filesystem, with pc_detect_nowait() in the
+ * file's directory) writes an unlinked O_TMPFILE there, or may cache one
+ * page of another file there that the caller owns or may write; this is not
+ * reported as perturbed.
  * Never faults a page in. Memory: one bit per page plus a fixed window.
- * A bitmap needs @fd open for reading (mincore maps it); counts do not.
- * Returns 0 and *@out, or -errno (-EINVAL for unknown flags,
- * -EOPNOTSUPP when a forced source cannot give a truthful answer).
+ * mincore needs @fd open for reading; an O_WRONLY fd is answered by
+ * cachestat where the kernel allows it (bitmap too); an O_PATH fd gives
+ * -EBADF. Returns 0 and *@out, or -errno (-EINVAL for unknown flags or more
+ * than one PC_RES_FORCE_* flag, -EOPNOTSUPP when a forced source cannot
+ * give a truthful answer).
  * @since 0.1
  */
 int pc_residency(int fd, uint64_t offset, uint64_t length, unsigned int flags,
@@ -238,9 +257,12 @@ int pc_residency(int fd, uint64_t offset, uint64_t length, unsigned int flags,
  * pc_residency_mem() - residency of the caller's own mapping at @addr (page
  * aligned) for @length bytes, as mincore(2) shows it. Anonymous memory and
  * files the caller may see are EXACT; a file mapping the kernel hides is
- * PC_QUALITY_MAPPED on gated-mapped kernels (a lower bound) and UNKNOWN where
- * the kernel fakes the answer. Pages are counted from addr's page (first
- * page 0). Accepts PC_RES_COUNT_ONLY; other flags give -EINVAL.
+ * PC_QUALITY_MAPPED on gated-mapped and mapped-only kernels (a lower bound)
+ * and UNKNOWN where the kernel fakes the answer; on mapped-only kernels
+ * anonymous memory is MAPPED too. The quality is the weakest over the
+ * mappings the range meets. Pages are counted from addr's page (first
+ * page 0). Accepts PC_RES_COUNT_ONLY; other flags give -EINVAL. -ENOMEM
+ * when part of the range is not mapped.
  * @since 0.1
  */
 int pc_residency_mem(const void *addr, size_t length, unsigned int flags,
@@ -267,7 +289,8 @@ uint64_t pc_residency_file_size(const struct pc_residency *r);
 /**
  * pc_residency_test() - whether file page @page is resident: 1 or 0;
  * -ENODATA when the result has no bitmap (count-only or unknown), -ERANGE
- * when @page is outside first_page .. first_page + npages - 1.
+ * when @page is outside first_page .. first_page + npages - 1 (checked
+ * first), -EINVAL for a NULL @r.
  * @since 0.1
  */
 int pc_residency_test(const struct pc_residency *r, uint64_t page);
@@ -282,7 +305,8 @@ struct pc_run {
  * pc_residency_next_run() - the first run of resident pages that starts at
  * or after file page @from. Iterate with
  *   for (p = first; pc_residency_next_run(r, p, &run) > 0; p = run.page + run.npages)
- * Returns 1 and *@run, 0 when there are no more runs, -ENODATA without bitmap.
+ * Returns 1 and *@run, 0 when there are no more runs, -ENODATA without bitmap,
+ * -EINVAL for a NULL @r or @run.
  * @since 0.1
  */
 int pc_residency_next_run(const struct pc_residency *r, uint64_t from, struct pc_run *run);
