@@ -36,7 +36,7 @@ struct pc_bfile {
 	int fd;
 	int owned;                 /* close fd in close() */
 	struct pc_prober *prober;  /* made on the first probe */
-	void *map;                 /* PROT_READ mapping of pages [0, map_npages), never touched */
+	void *map;                 /* PROT_NONE mapping of pages [0, map_npages): never touched */
 	uint64_t map_npages;
 	int map_tried;
 };
@@ -122,7 +122,7 @@ static void map_whole(struct pc_bfile *f, uint64_t ps)
 	if (npages <= PC_MAP_WHOLE_MIN_PAGES || npages > (SIZE_MAX - ps) / ps ||
 	    npages * ps > (uint64_t)INT64_MAX)
 		return;
-	map = mmap(NULL, (size_t)(npages * ps), PROT_READ, MAP_SHARED, f->fd, 0);
+	map = mmap(NULL, (size_t)(npages * ps), PROT_NONE, MAP_SHARED, f->fd, 0);
 	if (map == MAP_FAILED)
 		return;
 	f->map = map;
@@ -149,9 +149,12 @@ static int k_mincore(struct pc_backend *b, struct pc_bfile *f, uint64_t page,
 	if (page > (uint64_t)INT64_MAX / ps || npages > (SIZE_MAX - ps) / ps ||
 	    page * ps > (uint64_t)INT64_MAX - npages * ps)
 		return -EOVERFLOW;
-	/* A fresh mapping that nothing touches: PTEs stay empty, so mincore
-	 * answers from the page cache (or fakes, if the gate fails). */
-	map = mmap(NULL, (size_t)(npages * ps), PROT_READ, MAP_SHARED, f->fd, (off_t)(page * ps));
+	/* A fresh mapping that nothing can touch: PTEs stay empty, so mincore
+	 * answers from the page cache (or fakes, if the gate fails). PROT_NONE
+	 * also keeps valgrind from reading the file's head (it looks for ELF
+	 * in readable mappings), which cached pages under the test suite.
+	 * mmap still needs an fd open for reading. */
+	map = mmap(NULL, (size_t)(npages * ps), PROT_NONE, MAP_SHARED, f->fd, (off_t)(page * ps));
 	if (map == MAP_FAILED)
 		return pc_neg_errno();
 	if (mincore(map, (size_t)(npages * ps), vec) < 0)
@@ -387,6 +390,7 @@ static int k_find_cold_page(struct pc_backend *b, int dirfd, struct pc_bfile **o
 		fd = openat(dirfd, de->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 		if (fd < 0)
 			continue;
+		(void)posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM); /* a miss reads that page alone */
 		if (bfile_new(fd, 1, &f) < 0)
 			continue;
 		/* Only a file whose residency we see truthfully can be watched. */

@@ -192,19 +192,46 @@ static int probe_one(struct pc_backend *b, struct pc_bfile *f, uint64_t page)
 }
 
 /*
+ * Whether page of our own scratch file is out of the cache, asked without
+ * reading it: cachestat (we own the file, so no gate applies), else mincore
+ * where it shows the page cache. 1 cold, 0 resident, -1 cannot tell.
+ */
+static int confirm_cold(struct pc_backend *b, struct pc_bfile *f, uint64_t page)
+{
+	uint64_t ps = (uint64_t)b->ops->page_size(b);
+	struct pc_cachestat cs;
+	struct pc_modes m;
+	unsigned char v;
+
+	if (b->ops->cachestat(b, f, page * ps, ps, 0, &cs) == 0)
+		return cs.cache == 0;
+	if (b->ops->modes(b, &m) == 0 &&
+	    (m.mincore == PC_MINCORE_FULL || m.mincore == PC_MINCORE_GATED_FAKED ||
+	     m.mincore == PC_MINCORE_GATED_MAPPED) &&
+	    b->ops->mincore(b, f, page, 1, &v) == 0)
+		return !(v & 1);
+	return -1;
+}
+
+/*
  * Probe page of f, which should not be resident, and watch whether the miss
  * brings it in. The watching is done with NOWAIT probes too, not mincore:
  * mincore may show only mapped pages (MAPPED_ONLY) or all ones (USELESS).
- * A hit on the first probe means the page was not evicted: nothing learnt.
+ * A hit on the first probe of a page known to be cold means the probe's own
+ * readahead finished before the read looked again (seen under CPU load on
+ * destructive kernels). Returns the mode, or -EAGAIN when the first probe
+ * hit a page not known to be cold: nothing learnt.
  */
-static int nowait_watch(struct pc_backend *b, struct pc_bfile *f, uint64_t page)
+static int nowait_watch(struct pc_backend *b, struct pc_bfile *f, uint64_t page, int cold)
 {
 	int hit = probe_one(b, f, page);
 
 	if (hit == -EOPNOTSUPP)
 		return PC_NOWAIT_UNSUPPORTED;
-	if (hit != 0)
+	if (hit < 0)
 		return PC_NOWAIT_UNKNOWN;
+	if (hit)
+		return cold == 1 ? PC_NOWAIT_DESTRUCTIVE : -EAGAIN;
 	/* The readahead a miss starts completes asynchronously: watch ~100 ms.
 	 * On a clean kernel the repeated misses change nothing either. */
 	for (int i = 0; i < 20; i++) {
@@ -237,9 +264,21 @@ static int nowait_scratch(struct pc_backend *b, struct pc_bfile *f)
 		return PC_NOWAIT_UNSUPPORTED;
 	if (ret < 0)
 		return PC_NOWAIT_UNKNOWN;
-	if (ops->evict(b, f, 0, 2) < 0)
-		return PC_NOWAIT_UNKNOWN;
-	return nowait_watch(b, f, 1);
+	/* A few tries: a page whose eviction cannot be confirmed and that then
+	 * reads as a hit teaches nothing, and the next eviction may work. */
+	for (int attempt = 0; attempt < 3; attempt++) {
+		int cold;
+
+		if (ops->evict(b, f, 0, 2) < 0)
+			return PC_NOWAIT_UNKNOWN;
+		cold = confirm_cold(b, f, 1);
+		if (cold == 0)
+			continue; /* still resident: under I/O, or not evictable */
+		ret = nowait_watch(b, f, 1, cold);
+		if (ret != -EAGAIN)
+			return ret;
+	}
+	return PC_NOWAIT_UNKNOWN;
 }
 
 int pc_detect_nowait_on(struct pc_backend *b, int dirfd)
@@ -258,9 +297,10 @@ int pc_detect_nowait_on(struct pc_backend *b, int dirfd)
 	ret = b->ops->find_cold_page(b, dirfd, &f, &page);
 	if (ret < 0)
 		return PC_NOWAIT_UNKNOWN;
-	ret = nowait_watch(b, f, page);
+	/* find_cold_page just saw the page cold through a truthful mincore */
+	ret = nowait_watch(b, f, page, 1);
 	b->ops->close(b, f);
-	return ret;
+	return ret < 0 ? PC_NOWAIT_UNKNOWN : ret;
 }
 
 /* ---- once per process on the real kernel --------------------------------- */

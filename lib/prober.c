@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <liburing.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -22,6 +23,7 @@
 struct pc_prober {
 	int source;                 /* PC_SOURCE_IO_URING or PC_SOURCE_PREADV2 */
 	unsigned int depth;
+	unsigned int outstanding;   /* SQEs queued whose CQE is not reaped yet */
 	struct io_uring ring;
 	char *sink;                 /* one byte per slot: where the reads land */
 };
@@ -96,55 +98,95 @@ static ssize_t probe_preadv2(struct pc_prober *p, int fd, uint64_t page_size,
 	return (ssize_t)n;
 }
 
+/* user_data of a request whose answer nobody waits for any more. */
+#define PC_PROBE_STALE UINT64_MAX
+/* io_uring_enter failures in a row, without a completion, before giving up. */
+#define PC_PROBER_MAX_STALLS 16
+
+/*
+ * SQEs the kernel has not consumed (a failed or short submit) stay in the SQ
+ * ring and would go out with the next submit, on behalf of a call that has
+ * returned: make them NOPs whose completions are dropped.
+ */
+static void ring_neutralize_pending(struct io_uring *ring)
+{
+	unsigned int pending = io_uring_sq_ready(ring);
+	unsigned int slot = ring->sq.sqe_tail - pending;
+
+	for (unsigned int k = 0; k < pending; k++, slot++) {
+		struct io_uring_sqe *sqe = &ring->sq.sqes[slot & ring->sq.ring_mask];
+
+		io_uring_prep_nop(sqe);
+		io_uring_sqe_set_data64(sqe, PC_PROBE_STALE);
+	}
+}
+
+/* Take every completion there is; answers for pages[0..n) go to resident,
+ * the first error to *err. Returns how many were taken. */
+static unsigned int ring_reap(struct pc_prober *p, size_t n, uint8_t *resident, int *err)
+{
+	struct io_uring_cqe *cqe;
+	unsigned int reaped = 0;
+
+	while (io_uring_peek_cqe(&p->ring, &cqe) == 0) {
+		uint64_t idx = io_uring_cqe_get_data64(cqe);
+		int r = probe_result(cqe->res);
+
+		io_uring_cqe_seen(&p->ring, cqe);
+		p->outstanding--;
+		reaped++;
+		if (idx >= n)
+			continue; /* stale, or left over from a call that failed */
+		if (r < 0 && !*err)
+			*err = r;
+		else if (r >= 0)
+			resident[idx] = (uint8_t)r;
+	}
+	return reaped;
+}
+
+/*
+ * Keep at most depth requests outstanding; after the first error queue
+ * nothing more but collect what is out. With n == 0 this only drains what
+ * an earlier call left behind. The ring stays usable whatever happens: what
+ * could not be submitted is neutralized, and what could not be reaped is
+ * counted in p->outstanding and drained before the next call.
+ */
 static ssize_t probe_uring(struct pc_prober *p, int fd, uint64_t page_size,
 			   const uint64_t *pages, size_t n, uint8_t *resident)
 {
-	size_t submitted = 0, done = 0;
+	unsigned int stalls = 0;
+	size_t next = 0;
 	int err = 0;
 
-	while (done < n) {
-		struct io_uring_cqe *cqe;
-		unsigned int queued = 0;
+	while (p->outstanding || (!err && next < n)) {
 		int ret;
 
-		while (submitted < n && submitted - done < p->depth) {
+		while (!err && next < n && p->outstanding < p->depth) {
 			struct io_uring_sqe *sqe = io_uring_get_sqe(&p->ring);
 
 			if (!sqe)
 				break;
-			io_uring_prep_read(sqe, fd, &p->sink[submitted % p->depth], 1,
-					   pages[submitted] * page_size);
+			/* The bytes are never looked at: slots may be shared. */
+			io_uring_prep_read(sqe, fd, &p->sink[next % p->depth], 1,
+					   pages[next] * page_size);
 			sqe->rw_flags = RWF_NOWAIT;
-			io_uring_sqe_set_data64(sqe, submitted);
-			submitted++;
-			queued++;
+			io_uring_sqe_set_data64(sqe, next);
+			next++;
+			p->outstanding++;
 		}
 		ret = io_uring_submit_and_wait(&p->ring, 1);
-		if (ret < 0 && ret != -EINTR) {
-			err = ret;
-			break;
-		}
-		(void)queued;
-		while (io_uring_peek_cqe(&p->ring, &cqe) == 0) {
-			uint64_t idx = io_uring_cqe_get_data64(cqe);
-			int r = probe_result(cqe->res);
-
-			io_uring_cqe_seen(&p->ring, cqe);
-			done++;
-			if (r < 0 && !err)
-				err = r;
-			if (idx < n)
-				resident[idx] = (uint8_t)(r > 0);
-		}
-	}
-	/* Reap what is still in flight after an error, so the ring is reusable. */
-	while (done < submitted) {
-		struct io_uring_cqe *cqe;
-
-		if (io_uring_wait_cqe(&p->ring, &cqe) < 0)
-			break;
-		io_uring_cqe_seen(&p->ring, cqe);
-		done++;
+		if (ring_reap(p, n, resident, &err) > 0 || ret > 0)
+			stalls = 0;
+		if (ret >= 0)
+			continue;
+		/* interrupted, or short of memory or CQ room for now: try again */
+		if ((ret == -EINTR || ret == -EAGAIN || ret == -EBUSY) &&
+		    ++stalls < PC_PROBER_MAX_STALLS)
+			continue;
+		ring_neutralize_pending(&p->ring);
+		PC_VALGRIND_MAKE_DEFINED(p->sink, p->depth);
+		return err ? err : ret;
 	}
 	PC_VALGRIND_MAKE_DEFINED(p->sink, p->depth);
 	return err ? err : (ssize_t)n;
@@ -154,15 +196,34 @@ PC_EXPORT ssize_t pc_prober_probe(struct pc_prober *p, int fd, const uint64_t *p
 				  uint8_t *resident)
 {
 	uint64_t page_size = (uint64_t)pc_page_size();
+	struct stat st;
 
-	if (!p || fd < 0 || (n && (!pages || !resident)))
+	if (!p || (n && (!pages || !resident)))
 		return -EINVAL;
+	if (fd < 0)
+		return -EBADF;
 	for (size_t i = 0; i < n; i++)
 		if (pages[i] > (uint64_t)INT64_MAX / page_size)
 			return -EINVAL;
 	if (n == 0)
 		return 0;
-	if (p->source == PC_SOURCE_IO_URING)
+	/*
+	 * Only files with a page cache: a pipe answers an io_uring NOWAIT read
+	 * with -EAGAIN (a fake "miss") and a character device with data (a fake
+	 * "hit"), and neither must ever block.
+	 */
+	if (fstat(fd, &st) < 0)
+		return pc_neg_errno();
+	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
+		return -EINVAL;
+	if (p->source == PC_SOURCE_IO_URING) {
+		if (p->outstanding) {
+			ssize_t ret = probe_uring(p, fd, page_size, NULL, 0, NULL);
+
+			if (ret < 0)
+				return ret;
+		}
 		return probe_uring(p, fd, page_size, pages, n, resident);
+	}
 	return probe_preadv2(p, fd, page_size, pages, n, resident);
 }

@@ -55,6 +55,9 @@ int pc_file_verdict(struct pc_backend *b, struct pc_bfile *f, const struct pc_mo
 	/* The probe decides: a page that can never be cached reads 1 exactly
 	 * when the kernel fakes this file's answers. */
 	ret = b->ops->mincore(b, f, pc_div_round_up(size, ps) + PC_CHUNK_BYTES / ps + 1, 1, &v);
+	if (ret == -EACCES || ret == -ENODEV)
+		return PC_VERDICT_HIDDEN; /* fd not open for reading, or no mmap here:
+					   * mincore cannot answer, others may */
 	if (ret < 0)
 		return ret;
 	if (v & 1)
@@ -257,6 +260,7 @@ static void make_unknown(struct pc_residency *r)
 	r->resident = 0;
 	r->quality = PC_QUALITY_UNKNOWN;
 	r->source = PC_SOURCE_NONE;
+	r->perturbed = 0;
 }
 
 /* Probe a file mincore hides. Returns 0 (r filled, or made UNKNOWN when no
@@ -286,13 +290,6 @@ static int answer_by_probe(struct scan *s, unsigned int flags)
 			return ret;
 		make_unknown(r);
 		return 0;
-	}
-	if (!r->bits) {
-		r->bits = pc_bitmap_new(r->npages);
-		if (!r->bits) {
-			s->b->ops->close(s->b, pf);
-			return -ENOMEM;
-		}
 	}
 	r->resident = 0;
 	r->perturbed = destructive;
@@ -376,6 +373,12 @@ static int scan(struct scan *s, unsigned int flags, const struct pc_modes *m)
 	verdict = pc_file_verdict(s->b, s->f, m, r->file_size);
 	if (verdict < 0)
 		return verdict;
+	/* Every way on from here counts through the bitmap. */
+	if (!r->bits) {
+		r->bits = pc_bitmap_new(r->npages);
+		if (!r->bits)
+			return -ENOMEM;
+	}
 	if (verdict == PC_VERDICT_HIDDEN || (flags & PC_RES_FORCE_NOWAIT)) {
 		if (flags & PC_RES_FORCE_MINCORE)
 			return -EOPNOTSUPP;
@@ -441,8 +444,9 @@ int pc_residency_on(struct pc_backend *b, struct pc_bfile *f, uint64_t offset, u
 	s.r = r;
 	r->file_size = st.size;
 	page_range(st.size, s.ps, offset, length, &r->first_page, &r->npages);
-	/* The bitmap: the caller wants one, or the count is built from it. */
-	if (!(flags & PC_RES_COUNT_ONLY) || !(flags & (PC_RES_FORCE_CACHESTAT))) {
+	/* The bitmap: the caller wants one; counts that cachestat cannot give
+	 * in one call allocate theirs in scan(). */
+	if (!(flags & PC_RES_COUNT_ONLY)) {
 		r->bits = pc_bitmap_new(r->npages);
 		if (!r->bits) {
 			free(r);

@@ -215,11 +215,18 @@ struct pc_residency;
  * The answer is labelled: PC_QUALITY_EXACT when the kernel told the truth
  * (mincore whose beyond-EOF probe reads 0, cachestat, or a side-effect-free
  * RWF_NOWAIT probe), PC_QUALITY_UNKNOWN when the kernel hides the file from
- * the caller (resident 0, no bitmap). With PC_RES_ALLOW_PERTURB a hidden file
- * is probed with RWF_NOWAIT reads from its last page to its first on a
- * private file description; on kernels where a miss starts readahead this
- * caches the missed pages and pc_residency_perturbed() says so.
+ * the caller (resident 0, no bitmap). Where mincore hides a file but
+ * cachestat answers the caller (kernels 6.5..6.13 without the cachestat
+ * gate, or an fd open for writing), the bitmap comes from cachestat alone.
+ * With PC_RES_ALLOW_PERTURB a hidden file is probed with RWF_NOWAIT reads
+ * from its last page to its first on a private file description with
+ * POSIX_FADV_RANDOM; on kernels where a miss starts readahead this caches
+ * the missed pages and pc_residency_perturbed() says so. Such a probe is a
+ * sample: the read a miss starts can finish before the probe looks again
+ * (seen under CPU load, and always for holes of sparse files), and then
+ * that page reads as resident, which it is by then.
  * Never faults a page in. Memory: one bit per page plus a fixed window.
+ * A bitmap needs @fd open for reading (mincore maps it); counts do not.
  * Returns 0 and *@out, or -errno (-EINVAL for unknown flags,
  * -EOPNOTSUPP when a forced source cannot give a truthful answer).
  * @since 0.1
@@ -298,8 +305,20 @@ int pc_prober_new(unsigned int queue_depth, struct pc_prober **out);
 /**
  * pc_prober_probe() - probe @n pages (file page numbers) of @fd; @resident[i]
  * is 1 for a hit, 0 for a miss (EAGAIN) or a page at or past EOF.
- * Returns the number of pages answered (n) or -errno (-EOPNOTSUPP where the
- * filesystem does not support RWF_NOWAIT).
+ * A hit is what was cached when that page's read ran; a miss may also be a
+ * page locked or under I/O. On destructive kernels, list the pages from the
+ * highest to the lowest and use a POSIX_FADV_RANDOM fd, so that the
+ * readahead a miss starts cannot change a later answer; even so a miss can
+ * come back as a hit when the read it started is done before the kernel
+ * looks again: always for a page in a hole (nothing to read), now and then
+ * for others (up to 0.7% of evicted pages on Linux 6.18 at queue depths 1
+ * and 2, where each read is dispatched at once; none seen at 64).
+ * Returns the number of pages answered (n; 0 when @n is 0) or -errno:
+ * -EOPNOTSUPP where the filesystem does not support RWF_NOWAIT (tmpfs,
+ * procfs), -EBADF for a bad or not readable @fd, -EINVAL for a NULL @p,
+ * NULL @pages or @resident with @n > 0, an @fd that is neither a regular
+ * file nor a block device, or a page whose offset does not fit in off_t.
+ * On error the contents of @resident are unspecified; the prober stays usable.
  * @since 0.1
  */
 ssize_t pc_prober_probe(struct pc_prober *p, int fd, const uint64_t *pages, size_t n,

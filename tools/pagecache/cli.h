@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: MIT */
+/* What the pagecache command's files share: subcommands, the walk, output
+ * helpers and units. The command uses only the public libpagecache API. */
+#ifndef PAGECACHE_CLI_H
+#define PAGECACHE_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/stat.h>
+
+#include <pagecache/pagecache.h>
+
+#define PC_EXIT_OK 0
+#define PC_EXIT_FAILED 1
+#define PC_EXIT_USAGE 2
+
+/* ---- subcommands (main.c holds the table) ---- */
+int cmd_stat(int argc, char **argv);
+
+/* ---- util.c ---- */
+extern const char *pc_cli_name; /* "pagecache" */
+
+/* "pagecache: PATH: reason" on stderr, PATH escaped (path may be NULL). */
+void cli_error(const char *path, size_t pathlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* 1024-based human units with one decimal below 10: "0", "512", "4.0K", "12M". */
+void human_bytes(uint64_t bytes, char *buf, size_t size);
+/* "123", "1K", "2.5M", "8G" with K M G T P suffixes (1024-based) into *out;
+ * -EINVAL on junk, -ERANGE on overflow. */
+int parse_size(const char *s, uint64_t *out);
+/* A non-negative decimal integer no larger than max; -EINVAL or -ERANGE. */
+int parse_uint(const char *s, uint64_t max, uint64_t *out);
+/* Columns of the terminal on fd, or $COLUMNS, or 80. */
+unsigned int terminal_width(int fd);
+/* Monotonic time in seconds. */
+double now_seconds(void);
+/* Grow-only byte buffer. */
+struct buf {
+	char *data;
+	size_t len, cap;
+};
+int buf_reserve(struct buf *b, size_t extra);
+int buf_append(struct buf *b, const void *data, size_t n);
+void buf_free(struct buf *b);
+
+/* ---- output.c ---- */
+/* Write path to f as text: printable UTF-8 as is; control characters,
+ * backslash and bytes that are not valid UTF-8 as C-style escapes
+ * (\n \t \\ \xHH), so one path stays on one line. */
+void text_write_path(FILE *f, const char *path, size_t len);
+/* Length (1..4) of the valid UTF-8 sequence at s, with its code point in
+ * *cp; 0 when none starts there. */
+size_t utf8_seq(const unsigned char *s, size_t avail, uint32_t *cp);
+/* 1 if the len bytes are valid UTF-8 (no overlongs, no surrogates). */
+int utf8_valid(const char *s, size_t len);
+
+/* json.c: a JSON writer that streams to a FILE and tracks commas itself. */
+struct json {
+	FILE *f;
+	int depth;
+	bool need_comma[32];
+	bool pretty;
+};
+void json_init(struct json *j, FILE *f, bool pretty);
+void json_begin_object(struct json *j, const char *key);
+void json_end_object(struct json *j);
+void json_begin_array(struct json *j, const char *key);
+void json_end_array(struct json *j);
+void json_key(struct json *j, const char *key);
+/* A string value: invalid UTF-8 becomes U+FFFD, control characters \uXXXX. */
+void json_string(struct json *j, const char *key, const char *s, size_t len);
+void json_cstring(struct json *j, const char *key, const char *s);
+void json_uint(struct json *j, const char *key, uint64_t v);
+void json_int(struct json *j, const char *key, int64_t v);
+void json_double(struct json *j, const char *key, double v);
+void json_bool(struct json *j, const char *key, bool v);
+void json_null(struct json *j, const char *key);
+/* Closes the line after a top-level value (ndjson). */
+void json_newline(struct json *j);
+/* Standard base64 (RFC 4648) of len bytes as a JSON string value. */
+void json_base64(struct json *j, const char *key, const void *data, size_t len);
+
+/* ---- output.c: the stat report (text table, JSON, NDJSON) ---- */
+enum unit_mode { UNIT_HUMAN, UNIT_BYTES, UNIT_PAGES };
+enum out_mode { OUT_TEXT, OUT_JSON, OUT_NDJSON };
+
+/* One measured file. */
+struct row {
+	char *path;
+	size_t pathlen;
+	bool block;                  /* a block device */
+	uint64_t size, pages, resident;
+	int quality, source;
+	bool perturbed;
+	bool has_cs;                 /* --stats and cachestat answered */
+	struct pc_cachestat cs;
+	struct pc_residency *r;      /* --map: the result with its bitmap */
+};
+
+struct totals {
+	uint64_t files, size, pages;
+	uint64_t known_files, known_pages, resident_pages;
+	uint64_t unknown_files, perturbed_files;
+	uint64_t errors, skipped, filtered;
+	uint64_t top_unknown;        /* --top: unknown files left out of the ranking */
+};
+
+struct held_msg {
+	char *path;
+	size_t pathlen;
+	int err;                     /* -errno, or 0 for a note */
+	char *text;
+};
+
+struct report {
+	FILE *out;
+	enum out_mode mode;
+	enum unit_mode unit;
+	bool stats, map, perturb_column;
+	uint64_t top;                /* --top N, 0 when not asked */
+	uint64_t page_size;
+	unsigned int width;          /* columns for --map */
+	struct json json;
+	bool header_done;
+	struct held_msg *held;       /* errors and notes for the JSON document */
+	size_t nheld, capheld;
+};
+
+void report_begin(struct report *rep);
+void report_row(struct report *rep, const struct row *row);
+void report_error(struct report *rep, const char *path, size_t len, int err, const char *msg);
+void report_note(struct report *rep, const char *path, size_t len, const char *why);
+void report_end(struct report *rep, const struct totals *t);
+void report_free(struct report *rep);
+
+/* ---- walk.c ---- */
+struct walk;
+
+struct walk_ops {
+	/* An open regular file (or a block device named on the command line):
+	 * fd is O_RDONLY|O_NONBLOCK, st its fstat. Return 0, or -errno to
+	 * report an error for this file (the walk goes on). */
+	int (*file)(void *ctx, int fd, const struct stat *st, const char *path, size_t pathlen);
+	/* Something skipped that is not a failure (a FIFO, a symlink ...). */
+	void (*note)(void *ctx, const char *path, size_t pathlen, const char *why);
+	/* A failure on path: err is -errno; msg, when not NULL, says it better
+	 * than strerror. */
+	void (*error)(void *ctx, const char *path, size_t pathlen, int err, const char *msg);
+};
+
+struct walk_opts {
+	bool follow;          /* -L: follow symlinks met in the walk */
+	bool one_fs;          /* -x: stay on each root's filesystem */
+	char **include;       /* fnmatch patterns, NULL-terminated or NULL */
+	char **exclude;
+};
+
+int walk_new(const struct walk_opts *opts, const struct walk_ops *ops, void *ctx,
+	     struct walk **out);
+/* Measure one command-line path: a file, or a directory walked recursively.
+ * Symlinks named here are followed. Returns 0 (per-file problems go to
+ * ops->error) or -ENOMEM. */
+int walk_path(struct walk *w, const char *path);
+void walk_free(struct walk *w);
+
+#endif

@@ -1,0 +1,592 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pagecache stat: residency of files and trees, labelled with how far the
+ * kernel's answer can be trusted. Rows stream out as files are measured,
+ * unless --sort or --top needs them held (--top keeps a bounded heap).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+enum sort_key { SORT_NONE, SORT_NAME, SORT_SIZE, SORT_RESIDENT, SORT_PERCENT };
+
+struct stat_ctx {
+	struct report rep;
+	struct totals t;
+	unsigned int res_flags;
+	bool stats;
+	bool quiet;
+	uint64_t max_size;         /* UINT64_MAX: no limit */
+	enum sort_key sort;
+	/* held rows: all of them for --sort, a min-heap of --top N */
+	struct row *rows;
+	size_t nrows, caprows;
+	/* progress line */
+	bool progress;
+	bool progress_shown;
+	double start, last_progress;
+};
+
+static const char stat_usage[] =
+	"Usage: pagecache stat [OPTIONS] PATH...\n"
+	"\n"
+	"Show which part of each file sits in the page cache, and how far the\n"
+	"kernel's answer can be trusted. Directories are walked recursively.\n"
+	"Files whose residency the kernel hides from you show '?' and quality\n"
+	"'unknown', never a number that cannot be trusted.\n"
+	"\n"
+	"Output:\n"
+	"      --json              one JSON document (format_version 1)\n"
+	"      --ndjson            one JSON object per line, streamed\n"
+	"      --bytes             exact sizes in bytes (default: human units)\n"
+	"      --pages             sizes in pages\n"
+	"      --stats             add dirty, writeback, evicted and recently evicted\n"
+	"                          pages (cachestat), where the kernel allows it\n"
+	"      --map               draw each file's resident pages, scaled to the\n"
+	"                          terminal width (JSON: resident_runs)\n"
+	"      --top N             only the N files with the most resident pages\n"
+	"      --sort KEY          order by name, size, resident or percent\n"
+	"  -q, --quiet             no progress line and no notes about skipped files\n"
+	"\n"
+	"Selection:\n"
+	"  -L, --dereference       follow symlinks met in the walk\n"
+	"  -x, --one-file-system   stay on the filesystem of each PATH\n"
+	"      --include GLOB      measure only files matching GLOB (repeatable)\n"
+	"      --exclude GLOB      skip files and directories matching GLOB\n"
+	"                          (a GLOB with a '/' matches the whole path,\n"
+	"                          otherwise the name)\n"
+	"      --max-size SIZE     skip files larger than SIZE (K, M, G, T suffixes)\n"
+	"      --files-from FILE   read more paths from FILE ('-': standard input),\n"
+	"                          one per line\n"
+	"  -0, --null              paths in --files-from end with NUL, not newline\n"
+	"\n"
+	"Probing:\n"
+	"      --allow-perturb     probe files the kernel hides with RWF_NOWAIT reads;\n"
+	"                          on kernels where a miss starts readahead this\n"
+	"                          caches the missed pages (the output says so)\n"
+	"\n"
+	"  -h, --help              show this help\n"
+	"\n"
+	"Exit status: 0 all went well, 1 some file failed, 2 usage error.\n";
+
+enum {
+	OPT_JSON = 256, OPT_NDJSON, OPT_BYTES, OPT_PAGES, OPT_STATS, OPT_MAP, OPT_TOP,
+	OPT_SORT, OPT_INCLUDE, OPT_EXCLUDE, OPT_MAX_SIZE, OPT_FILES_FROM, OPT_ALLOW_PERTURB,
+};
+
+static const struct option stat_options[] = {
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "ndjson", no_argument, NULL, OPT_NDJSON },
+	{ "bytes", no_argument, NULL, OPT_BYTES },
+	{ "pages", no_argument, NULL, OPT_PAGES },
+	{ "stats", no_argument, NULL, OPT_STATS },
+	{ "map", no_argument, NULL, OPT_MAP },
+	{ "top", required_argument, NULL, OPT_TOP },
+	{ "sort", required_argument, NULL, OPT_SORT },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "dereference", no_argument, NULL, 'L' },
+	{ "one-file-system", no_argument, NULL, 'x' },
+	{ "include", required_argument, NULL, OPT_INCLUDE },
+	{ "exclude", required_argument, NULL, OPT_EXCLUDE },
+	{ "max-size", required_argument, NULL, OPT_MAX_SIZE },
+	{ "files-from", required_argument, NULL, OPT_FILES_FROM },
+	{ "null", no_argument, NULL, '0' },
+	{ "allow-perturb", no_argument, NULL, OPT_ALLOW_PERTURB },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s stat: ", pc_cli_name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry 'pagecache stat --help'.\n");
+	return PC_EXIT_USAGE;
+}
+
+/* ---- progress ---- */
+
+static void progress_clear(struct stat_ctx *c)
+{
+	if (c->progress_shown) {
+		fputs("\r\033[K", stderr);
+		c->progress_shown = false;
+	}
+}
+
+static void progress_tick(struct stat_ctx *c)
+{
+	double t, rate;
+	char size[32];
+
+	if (!c->progress)
+		return;
+	t = now_seconds();
+	if (t - c->start < 1.0 || t - c->last_progress < 0.25)
+		return;
+	c->last_progress = t;
+	rate = (double)c->t.files / (t - c->start);
+	human_bytes(c->t.size, size, sizeof(size));
+	fprintf(stderr, "\r\033[K%s: %llu files, %s, %.0f files/s", pc_cli_name,
+		(unsigned long long)c->t.files, size, rate);
+	fflush(stderr);
+	c->progress_shown = true;
+}
+
+/* ---- held rows ---- */
+
+static void row_free(struct row *row)
+{
+	free(row->path);
+	pc_residency_free(row->r);
+	row->path = NULL;
+	row->r = NULL;
+}
+
+static int row_cmp_resident(const struct row *a, const struct row *b)
+{
+	if (a->resident != b->resident)
+		return a->resident < b->resident ? -1 : 1;
+	if (a->pages != b->pages)
+		return a->pages < b->pages ? -1 : 1;
+	return 0;
+}
+
+static void heap_swap(struct row *a, struct row *b)
+{
+	struct row t = *a;
+
+	*a = *b;
+	*b = t;
+}
+
+static void heap_up(struct row *h, size_t i)
+{
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+
+		if (row_cmp_resident(&h[i], &h[p]) >= 0)
+			break;
+		heap_swap(&h[i], &h[p]);
+		i = p;
+	}
+}
+
+static void heap_down(struct row *h, size_t n, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = i;
+
+		if (l < n && row_cmp_resident(&h[l], &h[m]) < 0)
+			m = l;
+		if (r < n && row_cmp_resident(&h[r], &h[m]) < 0)
+			m = r;
+		if (m == i)
+			return;
+		heap_swap(&h[i], &h[m]);
+		i = m;
+	}
+}
+
+static int copy_path(struct row *row, const char *path, size_t len)
+{
+	row->path = malloc(len + 1);
+	if (!row->path)
+		return -ENOMEM;
+	memcpy(row->path, path, len + 1);
+	row->pathlen = len;
+	return 0;
+}
+
+/* Keep row (taking its residency) for later output. */
+static int hold_row(struct stat_ctx *c, struct row *row, const char *path, size_t len)
+{
+	uint64_t top = c->rep.top;
+
+	if (top) {
+		if (row->quality == PC_QUALITY_UNKNOWN) {
+			c->t.top_unknown++; /* cannot be ranked */
+			pc_residency_free(row->r);
+			return 0;
+		}
+		if (c->nrows == top) {
+			if (row_cmp_resident(row, &c->rows[0]) <= 0) {
+				pc_residency_free(row->r);
+				return 0;
+			}
+			if (copy_path(row, path, len) < 0) {
+				pc_residency_free(row->r);
+				return -ENOMEM;
+			}
+			row_free(&c->rows[0]);
+			c->rows[0] = *row;
+			heap_down(c->rows, c->nrows, 0);
+			return 0;
+		}
+	}
+	if (c->nrows == c->caprows) {
+		size_t cap = c->caprows ? c->caprows * 2 : 64;
+		struct row *rows;
+
+		if (top && cap > top)
+			cap = top;
+		rows = realloc(c->rows, cap * sizeof(*rows));
+		if (!rows) {
+			pc_residency_free(row->r);
+			return -ENOMEM;
+		}
+		c->rows = rows;
+		c->caprows = cap;
+	}
+	if (copy_path(row, path, len) < 0) {
+		pc_residency_free(row->r);
+		return -ENOMEM;
+	}
+	c->rows[c->nrows++] = *row;
+	if (top)
+		heap_up(c->rows, c->nrows - 1);
+	return 0;
+}
+
+static enum sort_key g_sort; /* qsort has no context argument */
+
+static int sort_cmp(const void *pa, const void *pb)
+{
+	const struct row *a = pa, *b = pb;
+	bool ka = a->quality != PC_QUALITY_UNKNOWN, kb = b->quality != PC_QUALITY_UNKNOWN;
+	int r = 0;
+
+	switch (g_sort) {
+	case SORT_SIZE:
+		r = a->size == b->size ? 0 : a->size > b->size ? -1 : 1;
+		break;
+	case SORT_RESIDENT:
+	case SORT_PERCENT:
+		/* unknown files after all known ones */
+		if (ka != kb)
+			return ka ? -1 : 1;
+		if (g_sort == SORT_RESIDENT) {
+			r = -row_cmp_resident(a, b);
+		} else {
+			/* a.res / a.pages vs b.res / b.pages without rounding */
+			unsigned __int128 x = (unsigned __int128)a->resident * (b->pages ? b->pages : 1);
+			unsigned __int128 y = (unsigned __int128)b->resident * (a->pages ? a->pages : 1);
+
+			r = x == y ? 0 : x > y ? -1 : 1;
+		}
+		break;
+	default:
+		break;
+	}
+	if (r == 0) {
+		size_t n = a->pathlen < b->pathlen ? a->pathlen : b->pathlen;
+
+		r = memcmp(a->path, b->path, n);
+		if (r == 0)
+			r = a->pathlen < b->pathlen ? -1 : a->pathlen > b->pathlen;
+	}
+	return r;
+}
+
+/* ---- the walk's callbacks ---- */
+
+static int on_file(void *ctx, int fd, const struct stat *st, const char *path, size_t len)
+{
+	struct stat_ctx *c = ctx;
+	struct pc_residency *r = NULL;
+	struct row row = { 0 };
+	int ret;
+
+	if (S_ISREG(st->st_mode) && (uint64_t)st->st_size > c->max_size) {
+		c->t.filtered++;
+		return 0;
+	}
+	ret = pc_residency(fd, 0, 0, c->res_flags, &r);
+	if (ret < 0)
+		return ret;
+	row.path = (char *)path;
+	row.pathlen = len;
+	row.block = S_ISBLK(st->st_mode);
+	row.size = pc_residency_file_size(r);
+	if (row.block && row.size > c->max_size) {
+		pc_residency_free(r);
+		c->t.filtered++;
+		return 0;
+	}
+	row.pages = pc_residency_npages(r);
+	row.resident = pc_residency_resident(r);
+	row.quality = pc_residency_quality(r);
+	row.source = pc_residency_source(r);
+	row.perturbed = pc_residency_perturbed(r) > 0;
+	if (c->stats && row.quality != PC_QUALITY_UNKNOWN)
+		row.has_cs = pc_cachestat(fd, 0, 0, &row.cs) == 0;
+	if (c->rep.map)
+		row.r = r;
+	else
+		pc_residency_free(r);
+
+	c->t.files++;
+	c->t.size += row.size;
+	c->t.pages += row.pages;
+	if (row.quality == PC_QUALITY_UNKNOWN) {
+		c->t.unknown_files++;
+	} else {
+		c->t.known_files++;
+		c->t.known_pages += row.pages;
+		c->t.resident_pages += row.resident;
+	}
+	if (row.perturbed)
+		c->t.perturbed_files++;
+
+	if (c->sort != SORT_NONE || c->rep.top) {
+		ret = hold_row(c, &row, path, len);
+	} else {
+		progress_clear(c);
+		report_row(&c->rep, &row);
+		pc_residency_free(row.r);
+	}
+	progress_tick(c);
+	return ret;
+}
+
+static void on_note(void *ctx, const char *path, size_t len, const char *why)
+{
+	struct stat_ctx *c = ctx;
+
+	c->t.skipped++;
+	report_note(&c->rep, path, len, why);
+	if (c->quiet)
+		return;
+	progress_clear(c);
+	cli_error(path, len, "%s", why);
+}
+
+static void on_error(void *ctx, const char *path, size_t len, int err, const char *msg)
+{
+	struct stat_ctx *c = ctx;
+
+	c->t.errors++;
+	report_error(&c->rep, path, len, err, msg);
+	progress_clear(c);
+	cli_error(path, len, "%s", msg ? msg : strerror(-err));
+}
+
+static const struct walk_ops stat_walk_ops = {
+	.file = on_file,
+	.note = on_note,
+	.error = on_error,
+};
+
+static int add_pattern(char ***list, size_t *n, char *pattern)
+{
+	char **l = realloc(*list, (*n + 2) * sizeof(*l));
+
+	if (!l)
+		return -ENOMEM;
+	l[(*n)++] = pattern;
+	l[*n] = NULL;
+	*list = l;
+	return 0;
+}
+
+static int walk_files_from(struct stat_ctx *c, struct walk *w, const char *name, int delim)
+{
+	FILE *f = strcmp(name, "-") == 0 ? stdin : fopen(name, "re");
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	int ret = 0;
+
+	if (!f) {
+		on_error(c, name, strlen(name), -errno, NULL);
+		return 0;
+	}
+	while ((n = getdelim(&line, &cap, delim, f)) >= 0) {
+		if (n > 0 && line[n - 1] == delim)
+			line[--n] = '\0';
+		if (n == 0)
+			continue;
+		if (memchr(line, '\0', (size_t)n)) {
+			on_error(c, line, strlen(line), -EINVAL,
+				 "a path read from --files-from holds a NUL byte (use -0?)");
+			continue;
+		}
+		ret = walk_path(w, line);
+		if (ret < 0)
+			break;
+	}
+	if (ret == 0 && ferror(f))
+		on_error(c, name, strlen(name), -EIO, "read error");
+	free(line);
+	if (f != stdin)
+		fclose(f);
+	return ret;
+}
+
+int cmd_stat(int argc, char **argv)
+{
+	struct stat_ctx c = { 0 };
+	struct walk_opts wo = { 0 };
+	struct walk *w = NULL;
+	const char *files_from = NULL;
+	size_t ninclude = 0, nexclude = 0;
+	bool json = false, ndjson = false, bytes = false, pages = false, nul = false;
+	int opt, ret = 0, status;
+
+	c.max_size = UINT64_MAX;
+	c.res_flags = PC_RES_COUNT_ONLY;
+	c.rep.out = stdout;
+	optind = 1;
+	opterr = 0; /* our own messages, with the subcommand's name */
+	while ((opt = getopt_long(argc, argv, ":hqLx0", stat_options, NULL)) != -1) {
+		uint64_t v;
+
+		switch (opt) {
+		case 'h':
+			fputs(stat_usage, stdout);
+			ret = PC_EXIT_OK;
+			goto out;
+		case OPT_JSON: json = true; break;
+		case OPT_NDJSON: ndjson = true; break;
+		case OPT_BYTES: bytes = true; break;
+		case OPT_PAGES: pages = true; break;
+		case OPT_STATS: c.stats = true; break;
+		case OPT_MAP: c.rep.map = true; break;
+		case 'q': c.quiet = true; break;
+		case 'L': wo.follow = true; break;
+		case 'x': wo.one_fs = true; break;
+		case '0': nul = true; break;
+		case OPT_ALLOW_PERTURB: c.res_flags |= PC_RES_ALLOW_PERTURB; break;
+		case OPT_TOP:
+			if (parse_uint(optarg, SIZE_MAX / sizeof(struct row), &v) < 0 || v == 0) {
+				ret = usage_error("--top wants a positive number, not '%s'", optarg);
+				goto out;
+			}
+			c.rep.top = v;
+			break;
+		case OPT_SORT:
+			if (strcmp(optarg, "name") == 0)
+				c.sort = SORT_NAME;
+			else if (strcmp(optarg, "size") == 0)
+				c.sort = SORT_SIZE;
+			else if (strcmp(optarg, "resident") == 0)
+				c.sort = SORT_RESIDENT;
+			else if (strcmp(optarg, "percent") == 0)
+				c.sort = SORT_PERCENT;
+			else {
+				ret = usage_error("--sort wants name, size, resident or percent, not '%s'",
+						  optarg);
+				goto out;
+			}
+			break;
+		case OPT_INCLUDE:
+			if (add_pattern(&wo.include, &ninclude, optarg) < 0)
+				goto nomem;
+			break;
+		case OPT_EXCLUDE:
+			if (add_pattern(&wo.exclude, &nexclude, optarg) < 0)
+				goto nomem;
+			break;
+		case OPT_MAX_SIZE:
+			if (parse_size(optarg, &c.max_size) < 0) {
+				ret = usage_error("--max-size wants a size like 100M, not '%s'", optarg);
+				goto out;
+			}
+			break;
+		case OPT_FILES_FROM:
+			if (files_from) {
+				ret = usage_error("--files-from given twice");
+				goto out;
+			}
+			files_from = optarg;
+			break;
+		case ':':
+			ret = usage_error("option '%s' needs an argument", argv[optind - 1]);
+			goto out;
+		default:
+			if (optopt)
+				ret = usage_error("unknown option '-%c'", optopt);
+			else
+				ret = usage_error("unknown option '%s'", argv[optind - 1]);
+			goto out;
+		}
+	}
+	if (json && ndjson) {
+		ret = usage_error("%s", "--json and --ndjson exclude each other");
+		goto out;
+	}
+	if (bytes && pages) {
+		ret = usage_error("%s", "--bytes and --pages exclude each other");
+		goto out;
+	}
+	if (nul && !files_from) {
+		ret = usage_error("%s", "-0 goes with --files-from");
+		goto out;
+	}
+	if (optind >= argc && !files_from) {
+		ret = usage_error("%s", "no PATH given");
+		goto out;
+	}
+	if (c.rep.map)
+		c.res_flags &= ~PC_RES_COUNT_ONLY;
+	c.rep.mode = json ? OUT_JSON : ndjson ? OUT_NDJSON : OUT_TEXT;
+	c.rep.unit = bytes ? UNIT_BYTES : pages ? UNIT_PAGES : UNIT_HUMAN;
+	c.rep.stats = c.stats;
+	c.rep.perturb_column = c.res_flags & PC_RES_ALLOW_PERTURB;
+	c.rep.page_size = (uint64_t)pc_page_size();
+	c.rep.width = terminal_width(STDOUT_FILENO);
+	c.progress = !c.quiet && isatty(STDERR_FILENO);
+	c.start = now_seconds();
+	if (walk_new(&wo, &stat_walk_ops, &c, &w) < 0)
+		goto nomem;
+
+	report_begin(&c.rep);
+	for (int i = optind; i < argc && ret == 0; i++)
+		ret = walk_path(w, argv[i]);
+	if (ret == 0 && files_from)
+		ret = walk_files_from(&c, w, files_from, nul ? '\0' : '\n');
+	if (ret < 0)
+		goto nomem;
+	progress_clear(&c);
+	if (c.nrows) {
+		if (c.sort == SORT_NONE)
+			g_sort = SORT_RESIDENT; /* --top alone: most resident first */
+		else
+			g_sort = c.sort;
+		qsort(c.rows, c.nrows, sizeof(*c.rows), sort_cmp);
+		for (size_t i = 0; i < c.nrows; i++)
+			report_row(&c.rep, &c.rows[i]);
+	}
+	report_end(&c.rep, &c.t);
+	status = c.t.errors ? PC_EXIT_FAILED : PC_EXIT_OK;
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		cli_error(NULL, 0, "write error on standard output");
+		status = PC_EXIT_FAILED;
+	}
+	ret = status;
+	goto out;
+nomem:
+	progress_clear(&c);
+	cli_error(NULL, 0, "out of memory");
+	ret = PC_EXIT_FAILED;
+out:
+	for (size_t i = 0; i < c.nrows; i++)
+		row_free(&c.rows[i]);
+	free(c.rows);
+	report_free(&c.rep);
+	walk_free(w);
+	free(wo.include);
+	free(wo.exclude);
+	return ret;
+}

@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: MIT */
+/* Small helpers of the pagecache command: error lines, human units, number
+ * parsing, terminal width, a growable buffer. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+const char *pc_cli_name = "pagecache";
+
+void cli_error(const char *path, size_t pathlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fprintf(stderr, "%s: ", pc_cli_name);
+	if (path) {
+		text_write_path(stderr, path, pathlen);
+		fputs(": ", stderr);
+	}
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void human_bytes(uint64_t bytes, char *buf, size_t size)
+{
+	static const char units[] = "KMGTPE";
+	double v = (double)bytes;
+	int u = -1;
+
+	if (bytes < 1024) {
+		snprintf(buf, size, "%llu", (unsigned long long)bytes);
+		return;
+	}
+	while (v >= 1024 && u < 5) {
+		v /= 1024;
+		u++;
+	}
+	/* 9.96 would print as "10.0": use the integer form from there on */
+	if (v < 9.95)
+		snprintf(buf, size, "%.1f%c", v, units[u]);
+	else
+		snprintf(buf, size, "%.0f%c", v, units[u]);
+}
+
+int parse_uint(const char *s, uint64_t max, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno == ERANGE || v > max)
+		return -ERANGE;
+	if (*end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int parse_size(const char *s, uint64_t *out)
+{
+	unsigned long long v;
+	unsigned int shift = 0;
+	char *end;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno == ERANGE)
+		return -ERANGE;
+	if (*end) {
+		const char *p = strchr("KMGTP", *end & ~0x20);
+
+		if (!p || !*p)
+			return -EINVAL;
+		shift = 10 * (unsigned int)(p - "KMGTP" + 1);
+		end++;
+		/* accept K, KB, KiB */
+		if ((*end & ~0x20) == 'I')
+			end++;
+		if ((*end & ~0x20) == 'B')
+			end++;
+		if (*end)
+			return -EINVAL;
+	}
+	if (shift && v > (UINT64_MAX >> shift))
+		return -ERANGE;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+unsigned int terminal_width(int fd)
+{
+	struct winsize ws;
+	const char *env;
+
+	if (ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		return ws.ws_col;
+	env = getenv("COLUMNS");
+	if (env) {
+		uint64_t v;
+
+		if (parse_uint(env, 100000, &v) == 0 && v > 0)
+			return (unsigned int)v;
+	}
+	return 80;
+}
+
+double now_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int buf_reserve(struct buf *b, size_t extra)
+{
+	size_t cap;
+	char *p;
+
+	if (b->len + extra < b->len)
+		return -ENOMEM;
+	if (b->len + extra <= b->cap)
+		return 0;
+	cap = b->cap ? b->cap : 256;
+	while (cap < b->len + extra) {
+		if (cap > SIZE_MAX / 2)
+			return -ENOMEM;
+		cap *= 2;
+	}
+	p = realloc(b->data, cap);
+	if (!p)
+		return -ENOMEM;
+	b->data = p;
+	b->cap = cap;
+	return 0;
+}
+
+int buf_append(struct buf *b, const void *data, size_t n)
+{
+	int ret = buf_reserve(b, n + 1);
+
+	if (ret < 0)
+		return ret;
+	memcpy(b->data + b->len, data, n);
+	b->len += n;
+	b->data[b->len] = '\0';
+	return 0;
+}
+
+void buf_free(struct buf *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len = b->cap = 0;
+}

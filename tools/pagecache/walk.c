@@ -1,0 +1,533 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The directory walk: relative to directory fds (openat), so the depth of a
+ * tree and the length of its paths do not matter to the kernel; symlinks are
+ * not followed unless asked; FIFOs, sockets and devices met in a walk are
+ * never opened; each file (device, inode) is measured once.
+ *
+ * Each directory's entries are read completely when it is entered, so only
+ * its fd needs to stay open while its subdirectories are walked. Beyond a
+ * budget of open directory fds, the shallowest are closed and reopened
+ * through ".." on the way back up (checked by device and inode).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+/* An open-addressing hash set of (device, inode). */
+struct inode_key {
+	dev_t dev;
+	ino_t ino;
+	bool used;
+};
+
+struct inode_set {
+	struct inode_key *slots;
+	size_t cap; /* a power of two */
+	size_t n;
+};
+
+static size_t inode_hash(dev_t dev, ino_t ino)
+{
+	uint64_t h = (uint64_t)ino * 0x9e3779b97f4a7c15ull;
+
+	h ^= (uint64_t)dev * 0xc2b2ae3d27d4eb4full;
+	h ^= h >> 29;
+	return (size_t)h;
+}
+
+static int inode_set_grow(struct inode_set *s)
+{
+	size_t cap = s->cap ? s->cap * 2 : 1024;
+	struct inode_key *slots = calloc(cap, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->cap; i++) {
+		size_t j;
+
+		if (!s->slots[i].used)
+			continue;
+		j = inode_hash(s->slots[i].dev, s->slots[i].ino) & (cap - 1);
+		while (slots[j].used)
+			j = (j + 1) & (cap - 1);
+		slots[j] = s->slots[i];
+	}
+	free(s->slots);
+	s->slots = slots;
+	s->cap = cap;
+	return 0;
+}
+
+/* 1 if newly added, 0 if it was there, -ENOMEM. */
+static int inode_set_add(struct inode_set *s, dev_t dev, ino_t ino)
+{
+	size_t j;
+
+	if ((s->n + 1) * 2 > s->cap) {
+		int ret = inode_set_grow(s);
+
+		if (ret < 0)
+			return ret;
+	}
+	j = inode_hash(dev, ino) & (s->cap - 1);
+	while (s->slots[j].used) {
+		if (s->slots[j].dev == dev && s->slots[j].ino == ino)
+			return 0;
+		j = (j + 1) & (s->cap - 1);
+	}
+	s->slots[j].dev = dev;
+	s->slots[j].ino = ino;
+	s->slots[j].used = true;
+	s->n++;
+	return 1;
+}
+
+struct level {
+	int fd;              /* -1 while closed to save fds */
+	dev_t dev;
+	ino_t ino;
+	struct buf names;    /* entries: one d_type byte, the name, NUL */
+	size_t pos;          /* next entry in names */
+	size_t pathlen;      /* this directory's path is path[0 .. pathlen) */
+};
+
+struct walk {
+	struct walk_opts opts;
+	const struct walk_ops *ops;
+	void *ctx;
+	struct inode_set seen;
+	struct level *levels;
+	size_t depth, cap;
+	size_t low_open;     /* levels below this index have their fd closed */
+	size_t fd_budget;
+	dev_t root_dev;
+	struct buf path;
+};
+
+int walk_new(const struct walk_opts *opts, const struct walk_ops *ops, void *ctx,
+	     struct walk **out)
+{
+	struct walk *w = calloc(1, sizeof(*w));
+	struct rlimit rl;
+
+	if (!w)
+		return -ENOMEM;
+	w->opts = *opts;
+	w->ops = ops;
+	w->ctx = ctx;
+	/* leave most fds to the caller and the library (io_uring, reopens) */
+	w->fd_budget = 128;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur / 4 < w->fd_budget)
+		w->fd_budget = rl.rlim_cur / 4 > 4 ? rl.rlim_cur / 4 : 4;
+	*out = w;
+	return 0;
+}
+
+void walk_free(struct walk *w)
+{
+	if (!w)
+		return;
+	for (size_t i = 0; i < w->cap; i++) {
+		if (i < w->depth && w->levels[i].fd >= 0)
+			close(w->levels[i].fd);
+		buf_free(&w->levels[i].names);
+	}
+	free(w->levels);
+	free(w->seen.slots);
+	buf_free(&w->path);
+	free(w);
+}
+
+static void note(struct walk *w, const char *why)
+{
+	w->ops->note(w->ctx, w->path.data, w->path.len, why);
+}
+
+static void error(struct walk *w, int err)
+{
+	w->ops->error(w->ctx, w->path.data, w->path.len, err, NULL);
+}
+
+static const char *type_note(mode_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFIFO: return "skipped: a FIFO (not opened)";
+	case S_IFSOCK: return "skipped: a socket";
+	case S_IFCHR: return "skipped: a character device (not opened)";
+	case S_IFBLK: return "skipped: a block device met in a walk (name it to measure it)";
+	case S_IFLNK: return "skipped: a symlink (not followed without -L)";
+	case S_IFDIR: return "skipped: changed into a directory during the walk";
+	default: return "skipped: not a regular file";
+	}
+}
+
+static mode_t dtype_mode(unsigned char t)
+{
+	switch (t) {
+	case DT_REG: return S_IFREG;
+	case DT_DIR: return S_IFDIR;
+	case DT_LNK: return S_IFLNK;
+	case DT_FIFO: return S_IFIFO;
+	case DT_SOCK: return S_IFSOCK;
+	case DT_CHR: return S_IFCHR;
+	case DT_BLK: return S_IFBLK;
+	default: return 0;
+	}
+}
+
+static bool matches(const char *pattern, const char *path, const char *name)
+{
+	/* a pattern with a slash is matched against the whole path */
+	if (strchr(pattern, '/'))
+		return fnmatch(pattern, path, 0) == 0;
+	return fnmatch(pattern, name, 0) == 0;
+}
+
+static bool excluded(struct walk *w, const char *name)
+{
+	if (!w->opts.exclude)
+		return false;
+	for (char **p = w->opts.exclude; *p; p++)
+		if (matches(*p, w->path.data, name))
+			return true;
+	return false;
+}
+
+static bool included(struct walk *w, const char *name)
+{
+	if (!w->opts.include || !*w->opts.include)
+		return true;
+	for (char **p = w->opts.include; *p; p++)
+		if (matches(*p, w->path.data, name))
+			return true;
+	return false;
+}
+
+static const char *base_name(const char *path, size_t len)
+{
+	while (len > 1 && path[len - 1] == '/')
+		len--;
+	for (size_t i = len; i > 0; i--)
+		if (path[i - 1] == '/')
+			return path + i;
+	return path;
+}
+
+/* An open file with its fstat: check it and hand it over. Closes fd. */
+static int measure(struct walk *w, int fd, const struct stat *st)
+{
+	int ret;
+
+	if (w->opts.one_fs && st->st_dev != w->root_dev) {
+		note(w, "skipped: on another filesystem (-x)");
+		close(fd);
+		return 0;
+	}
+	ret = inode_set_add(&w->seen, st->st_dev, st->st_ino);
+	if (ret == 0)
+		note(w, "skipped: a hard link to a file already counted");
+	if (ret == 1) {
+		ret = w->ops->file(w->ctx, fd, st, w->path.data, w->path.len);
+		if (ret < 0 && ret != -ENOMEM)
+			error(w, ret);
+	}
+	close(fd);
+	return ret == -ENOMEM ? ret : 0;
+}
+
+static int set_path(struct walk *w, size_t prefix, const char *name)
+{
+	size_t n = strlen(name);
+
+	w->path.len = prefix;
+	if (prefix && w->path.data[prefix - 1] != '/')
+		if (buf_append(&w->path, "/", 1) < 0)
+			return -ENOMEM;
+	return buf_append(&w->path, name, n);
+}
+
+static int read_entries(struct level *l)
+{
+	int dfd = fcntl(l->fd, F_DUPFD_CLOEXEC, 0);
+	struct dirent *de;
+	DIR *d;
+
+	l->names.len = 0;
+	l->pos = 0;
+	if (dfd < 0)
+		return -errno;
+	d = fdopendir(dfd);
+	if (!d) {
+		int err = -errno;
+
+		close(dfd);
+		return err;
+	}
+	for (;;) {
+		size_t n;
+
+		errno = 0;
+		de = readdir(d);
+		if (!de)
+			break;
+		if (de->d_name[0] == '.' &&
+		    (de->d_name[1] == '\0' || (de->d_name[1] == '.' && de->d_name[2] == '\0')))
+			continue;
+		n = strlen(de->d_name);
+		if (buf_reserve(&l->names, n + 2) < 0) {
+			closedir(d);
+			return -ENOMEM;
+		}
+		l->names.data[l->names.len++] = (char)de->d_type;
+		memcpy(l->names.data + l->names.len, de->d_name, n + 1);
+		l->names.len += n + 1;
+	}
+	if (errno) {
+		int err = -errno;
+
+		closedir(d);
+		return err;
+	}
+	closedir(d);
+	return 0;
+}
+
+/* Enter the directory open at fd (already fstat'ed). Takes fd. */
+static int push_dir(struct walk *w, int fd, const struct stat *st)
+{
+	struct level *l;
+	int ret;
+
+	for (size_t i = 0; i < w->depth; i++) {
+		if (w->levels[i].dev == st->st_dev && w->levels[i].ino == st->st_ino) {
+			note(w, "skipped: a directory loop");
+			close(fd);
+			return 0;
+		}
+	}
+	if (w->depth == w->cap) {
+		size_t cap = w->cap ? w->cap * 2 : 16;
+		struct level *ls = realloc(w->levels, cap * sizeof(*ls));
+
+		if (!ls) {
+			close(fd);
+			return -ENOMEM;
+		}
+		memset(ls + w->cap, 0, (cap - w->cap) * sizeof(*ls));
+		w->levels = ls;
+		w->cap = cap;
+	}
+	if (w->depth - w->low_open >= w->fd_budget) {
+		close(w->levels[w->low_open].fd);
+		w->levels[w->low_open].fd = -1;
+		w->low_open++;
+	}
+	l = &w->levels[w->depth++];
+	l->fd = fd;
+	l->dev = st->st_dev;
+	l->ino = st->st_ino;
+	l->pathlen = w->path.len;
+	ret = read_entries(l);
+	if (ret == -ENOMEM)
+		return ret;
+	if (ret < 0) {
+		error(w, ret);
+		l->names.len = 0; /* walk nothing of it, pop it next */
+	}
+	return 0;
+}
+
+/* Leave the top directory; reopen its parent through ".." if it was closed.
+ * Returns 0, or -ESTALE when the parent cannot be found again (the rest of
+ * this root is abandoned, with an error line). */
+static int pop_dir(struct walk *w)
+{
+	struct level *top = &w->levels[--w->depth];
+	struct level *parent;
+	struct stat st;
+	int fd;
+
+	if (w->depth == 0 || w->levels[w->depth - 1].fd >= 0) {
+		close(top->fd);
+		return 0;
+	}
+	parent = &w->levels[w->depth - 1];
+	fd = openat(top->fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	close(top->fd);
+	if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_dev != parent->dev ||
+			st.st_ino != parent->ino)) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0) {
+		w->path.len = parent->pathlen;
+		w->path.data[w->path.len] = '\0';
+		w->ops->error(w->ctx, w->path.data, w->path.len, -ESTALE,
+			      "moved during the walk; the rest of it is not measured");
+		while (w->depth > 0) {
+			struct level *l = &w->levels[--w->depth];
+
+			if (l->fd >= 0)
+				close(l->fd);
+		}
+		return -ESTALE;
+	}
+	parent->fd = fd;
+	w->low_open--;
+	return 0;
+}
+
+static int open_flags(struct walk *w)
+{
+	return O_RDONLY | O_NONBLOCK | O_CLOEXEC | (w->opts.follow ? 0 : O_NOFOLLOW);
+}
+
+static int visit(struct walk *w, int dirfd, const char *name, unsigned char dtype)
+{
+	mode_t mode = dtype_mode(dtype);
+	struct stat st;
+	int fd;
+
+	if (mode == 0 || (mode == S_IFLNK && w->opts.follow)) {
+		if (fstatat(dirfd, name, &st, w->opts.follow ? 0 : AT_SYMLINK_NOFOLLOW) < 0) {
+			int err = -errno;
+
+			if (err == -ENOENT && w->opts.follow &&
+			    fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+				note(w, "skipped: a dangling symlink");
+				return 0;
+			}
+			error(w, err);
+			return 0;
+		}
+		mode = st.st_mode & S_IFMT;
+	}
+	if (mode == S_IFDIR) {
+		if (excluded(w, name))
+			return 0;
+		fd = openat(dirfd, name, open_flags(w) | O_DIRECTORY);
+		if (fd < 0) {
+			error(w, -errno);
+			return 0;
+		}
+		if (fstat(fd, &st) < 0) {
+			error(w, -errno);
+			close(fd);
+			return 0;
+		}
+		if (w->opts.one_fs && st.st_dev != w->root_dev) {
+			note(w, "skipped: on another filesystem (-x)");
+			close(fd);
+			return 0;
+		}
+		return push_dir(w, fd, &st);
+	}
+	if (mode != S_IFREG) {
+		note(w, type_note(mode));
+		return 0;
+	}
+	if (!included(w, name) || excluded(w, name))
+		return 0;
+	fd = openat(dirfd, name, open_flags(w));
+	if (fd < 0) {
+		if (errno == ELOOP && !w->opts.follow)
+			note(w, type_note(S_IFLNK)); /* replaced by a symlink */
+		else
+			error(w, -errno);
+		return 0;
+	}
+	if (fstat(fd, &st) < 0) {
+		error(w, -errno);
+		close(fd);
+		return 0;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		note(w, type_note(st.st_mode));
+		close(fd);
+		return 0;
+	}
+	return measure(w, fd, &st);
+}
+
+static int walk_tree(struct walk *w, int fd, const struct stat *st)
+{
+	int ret = push_dir(w, fd, st);
+
+	while (ret >= 0 && w->depth > 0) {
+		struct level *l = &w->levels[w->depth - 1];
+		unsigned char dtype;
+		const char *name;
+
+		if (l->pos >= l->names.len) {
+			ret = pop_dir(w);
+			if (ret == -ESTALE)
+				ret = 0;
+			continue;
+		}
+		dtype = (unsigned char)l->names.data[l->pos];
+		name = l->names.data + l->pos + 1;
+		l->pos += strlen(name) + 2;
+		ret = set_path(w, l->pathlen, name);
+		if (ret == 0)
+			ret = visit(w, l->fd, name, dtype);
+	}
+	while (w->depth > 0) {
+		struct level *l = &w->levels[--w->depth];
+
+		if (l->fd >= 0)
+			close(l->fd);
+	}
+	w->low_open = 0;
+	return ret;
+}
+
+int walk_path(struct walk *w, const char *path)
+{
+	struct stat st;
+	int fd, ret;
+
+	w->path.len = 0;
+	ret = buf_append(&w->path, path, strlen(path));
+	if (ret < 0)
+		return ret;
+	/* symlinks named by the user are followed */
+	if (stat(path, &st) < 0) {
+		error(w, -errno);
+		return 0;
+	}
+	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
+		note(w, type_note(st.st_mode));
+		return 0;
+	}
+	if (!S_ISDIR(st.st_mode) && (!included(w, base_name(path, strlen(path))) ||
+				     excluded(w, base_name(path, strlen(path)))))
+		return 0;
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | (S_ISDIR(st.st_mode) ? O_DIRECTORY : 0));
+	if (fd < 0) {
+		error(w, -errno);
+		return 0;
+	}
+	if (fstat(fd, &st) < 0) {
+		error(w, -errno);
+		close(fd);
+		return 0;
+	}
+	w->root_dev = st.st_dev;
+	if (S_ISDIR(st.st_mode))
+		return walk_tree(w, fd, &st);
+	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
+		note(w, type_note(st.st_mode));
+		close(fd);
+		return 0;
+	}
+	return measure(w, fd, &st);
+}
