@@ -191,6 +191,19 @@ static int probe_one(struct pc_backend *b, struct pc_bfile *f, uint64_t page)
 	return n == 1 ? hit : -EIO;
 }
 
+/* Whether page of f is in the cache (even while still being read),
+ * asked without reading it: cachestat. 1, 0, or -1 when it does not answer
+ * (absent, blocked, or gated on a file that is not ours). */
+static int present(struct pc_backend *b, struct pc_bfile *f, uint64_t page)
+{
+	uint64_t ps = (uint64_t)b->ops->page_size(b);
+	struct pc_cachestat cs;
+
+	if (b->ops->cachestat(b, f, page * ps, ps, 0, &cs) < 0)
+		return -1;
+	return cs.cache > 0;
+}
+
 /*
  * Whether page of our own scratch file is out of the cache, asked without
  * reading it: cachestat (we own the file, so no gate applies), else mincore
@@ -198,13 +211,12 @@ static int probe_one(struct pc_backend *b, struct pc_bfile *f, uint64_t page)
  */
 static int confirm_cold(struct pc_backend *b, struct pc_bfile *f, uint64_t page)
 {
-	uint64_t ps = (uint64_t)b->ops->page_size(b);
-	struct pc_cachestat cs;
 	struct pc_modes m;
 	unsigned char v;
+	int in = present(b, f, page);
 
-	if (b->ops->cachestat(b, f, page * ps, ps, 0, &cs) == 0)
-		return cs.cache == 0;
+	if (in >= 0)
+		return !in;
 	if (b->ops->modes(b, &m) == 0 &&
 	    (m.mincore == PC_MINCORE_FULL || m.mincore == PC_MINCORE_GATED_FAKED ||
 	     m.mincore == PC_MINCORE_GATED_MAPPED) &&
@@ -232,9 +244,14 @@ static int nowait_watch(struct pc_backend *b, struct pc_bfile *f, uint64_t page,
 		return PC_NOWAIT_UNKNOWN;
 	if (hit)
 		return cold == 1 ? PC_NOWAIT_DESTRUCTIVE : -EAGAIN;
-	/* The readahead a miss starts completes asynchronously: watch ~100 ms.
+	/* The readahead a miss starts puts the page in the cache at once and
+	 * reads it asynchronously: cachestat (which counts pages still being
+	 * read) sees it right away where it answers us; the probes see it only
+	 * once the read completes, which a busy disk can delay: watch ~100 ms.
 	 * On a clean kernel the repeated misses change nothing either. */
 	for (int i = 0; i < 20; i++) {
+		if (present(b, f, page) == 1)
+			return PC_NOWAIT_DESTRUCTIVE;
 		b->ops->pause_ms(b, 5);
 		hit = probe_one(b, f, page);
 		if (hit < 0)
