@@ -259,8 +259,10 @@ static int k_nowait_mode(struct pc_backend *b, struct pc_bfile *f)
 	if (fstat(dirfd, &st) == 0) {
 		struct stat fst;
 
+		/* scratch file only: reading a cold page of someone else's
+		 * file would perturb the cache the caller did not let us touch */
 		if (fstat(f->fd, &fst) == 0 && fst.st_dev == st.st_dev)
-			mode = pc_detect_nowait(dirfd);
+			mode = pc_nowait_for_dir(dirfd, 0);
 		else
 			mode = PC_NOWAIT_UNKNOWN; /* renamed across filesystems */
 	}
@@ -387,6 +389,14 @@ static int k_find_cold_page(struct pc_backend *b, int dirfd, struct pc_bfile **o
 
 		if (de->d_type != DT_REG && de->d_type != DT_UNKNOWN)
 			continue;
+		if (de->d_type == DT_UNKNOWN) {
+			struct stat lst;
+
+			/* never open a device node or FIFO to find out */
+			if (fstatat(dirfd, de->d_name, &lst, AT_SYMLINK_NOFOLLOW) < 0 ||
+			    !S_ISREG(lst.st_mode))
+				continue;
+		}
 		fd = openat(dirfd, de->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 		if (fd < 0)
 			continue;

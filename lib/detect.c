@@ -5,7 +5,9 @@
  * process on the real kernel.
  */
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -298,7 +300,7 @@ static int nowait_scratch(struct pc_backend *b, struct pc_bfile *f)
 	return PC_NOWAIT_UNKNOWN;
 }
 
-int pc_detect_nowait_on(struct pc_backend *b, int dirfd)
+int pc_detect_nowait_on_dir(struct pc_backend *b, int dirfd, int may_use_cold_page)
 {
 	struct pc_bfile *f;
 	uint64_t page;
@@ -310,6 +312,8 @@ int pc_detect_nowait_on(struct pc_backend *b, int dirfd)
 		b->ops->close(b, f);
 		return ret;
 	}
+	if (!may_use_cold_page)
+		return PC_NOWAIT_UNKNOWN;
 	/* Read-only or foreign directory: one cold page of a file we can see. */
 	ret = b->ops->find_cold_page(b, dirfd, &f, &page);
 	if (ret < 0)
@@ -320,40 +324,67 @@ int pc_detect_nowait_on(struct pc_backend *b, int dirfd)
 	return ret < 0 ? PC_NOWAIT_UNKNOWN : ret;
 }
 
-/* ---- once per process on the real kernel --------------------------------- */
-
-static pthread_once_t mincore_once = PTHREAD_ONCE_INIT;
-static int mincore_mode;
-static pthread_once_t cachestat_once = PTHREAD_ONCE_INIT;
-static int cachestat_mode;
-
-static void detect_mincore_once(void)
+int pc_detect_nowait_on(struct pc_backend *b, int dirfd)
 {
-	mincore_mode = pc_detect_mincore_on(pc_kernel_backend());
+	return pc_detect_nowait_on_dir(b, dirfd, 1);
 }
 
-static void detect_cachestat_once(void)
+/* ---- once per process on the real kernel --------------------------------- */
+
+/*
+ * Facts are cached once found. An error (-ENOMEM, -EMFILE ...) is returned
+ * but not cached, so a later call tries again; two threads asking first may
+ * both detect, side-effect free, and find the same answer.
+ */
+#define PC_NOT_DETECTED INT_MIN
+
+static atomic_int mincore_mode = PC_NOT_DETECTED;
+static atomic_int cachestat_mode = PC_NOT_DETECTED;
+static atomic_int io_uring_works = PC_NOT_DETECTED;
+
+static int detect_cached(atomic_int *cache, int (*detect)(struct pc_backend *b))
 {
-	cachestat_mode = pc_detect_cachestat_on(pc_kernel_backend());
+	int mode = atomic_load_explicit(cache, memory_order_acquire);
+
+	if (mode != PC_NOT_DETECTED)
+		return mode;
+	mode = detect(pc_kernel_backend());
+	if (mode >= 0)
+		atomic_store_explicit(cache, mode, memory_order_release);
+	return mode;
 }
 
 PC_EXPORT int pc_detect_mincore(void)
 {
-	pthread_once(&mincore_once, detect_mincore_once);
-	return mincore_mode;
+	return detect_cached(&mincore_mode, pc_detect_mincore_on);
 }
 
 PC_EXPORT int pc_detect_cachestat(void)
 {
-	pthread_once(&cachestat_once, detect_cachestat_once);
-	return cachestat_mode;
+	return detect_cached(&cachestat_mode, pc_detect_cachestat_on);
+}
+
+/* io_uring: a ring, and a 1-byte RWF_NOWAIT read of the system file's first
+ * page (cached: we run from it) must complete with data or -EAGAIN. */
+static int detect_io_uring(struct pc_backend *b)
+{
+	(void)b;
+	return pc_kernel_io_uring_works();
+}
+
+PC_EXPORT int pc_detect_io_uring(void)
+{
+	return detect_cached(&io_uring_works, detect_io_uring);
 }
 
 /* NOWAIT results per filesystem, keyed by st_dev. Filesystems are few; the
- * table is bounded and a full table just means detecting again. */
+ * table is bounded and a full table just means detecting again. Detection
+ * itself is serialized, so that threads asking about the same filesystem
+ * at once write one scratch file, not one each. */
 #define PC_NOWAIT_SLOTS 64
 
 static pthread_mutex_t nowait_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t nowait_detect_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
 	dev_t dev;
 	int mode;
@@ -389,7 +420,7 @@ static void nowait_remember(dev_t dev, int mode)
 	pthread_mutex_unlock(&nowait_lock);
 }
 
-PC_EXPORT int pc_detect_nowait(int dirfd)
+int pc_nowait_for_dir(int dirfd, int may_use_cold_page)
 {
 	struct stat st;
 	int fd, mode;
@@ -404,29 +435,20 @@ PC_EXPORT int pc_detect_nowait(int dirfd)
 		close(fd);
 		return mode;
 	}
+	pthread_mutex_lock(&nowait_detect_lock);
 	mode = pc_nowait_cached(st.st_dev);
 	if (mode < 0)
-		mode = pc_detect_nowait_on(pc_kernel_backend(), fd);
-	close(fd);
+		mode = pc_detect_nowait_on_dir(pc_kernel_backend(), fd, may_use_cold_page);
 	/* UNKNOWN may be this directory's fault (read-only, full): another
 	 * directory of the same filesystem may do better next time. */
 	if (mode > PC_NOWAIT_UNKNOWN)
 		nowait_remember(st.st_dev, mode);
+	pthread_mutex_unlock(&nowait_detect_lock);
+	close(fd);
 	return mode;
 }
 
-/* io_uring: a ring, and a 1-byte RWF_NOWAIT read of the system file's first
- * page (cached: we run from it) must complete with data or -EAGAIN. */
-static pthread_once_t io_uring_once = PTHREAD_ONCE_INIT;
-static int io_uring_works;
-
-static void detect_io_uring_once(void)
+PC_EXPORT int pc_detect_nowait(int dirfd)
 {
-	io_uring_works = pc_kernel_io_uring_works();
-}
-
-PC_EXPORT int pc_detect_io_uring(void)
-{
-	pthread_once(&io_uring_once, detect_io_uring_once);
-	return io_uring_works;
+	return pc_nowait_for_dir(dirfd, 1);
 }

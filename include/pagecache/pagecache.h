@@ -136,7 +136,8 @@ enum pc_cachestat_mode {
  * unprivileged users (enum pc_mincore_mode), probed side-effect free from a
  * helper thread that called setfsuid(65534) when the caller may do that.
  * Uses a memfd and maps the C library; touches no disk. Detected once per
- * process: the first result, an error too, is kept. Returns the mode or -errno.
+ * process: a mode, once found, is kept; an error is not, and a later call
+ * tries again. Returns the mode or -errno.
  * @since 0.1
  */
 int pc_detect_mincore(void);
@@ -148,7 +149,8 @@ int pc_detect_mincore(void);
  * writable; otherwise it may use one non-resident page of a readable file in
  * that directory whose residency the caller can see (that page may end up
  * cached); otherwise PC_NOWAIT_UNKNOWN. Cached per filesystem (st_dev),
- * except UNKNOWN. Takes up to a few hundred milliseconds the first time.
+ * except UNKNOWN; threads asking at once wait for one detection. Takes up
+ * to a few hundred milliseconds the first time.
  * Returns the mode or -errno (-EBADF for a negative @dirfd other than
  * AT_FDCWD, -ENOTDIR).
  * @since 0.1
@@ -158,7 +160,7 @@ int pc_detect_nowait(int dirfd);
 /**
  * pc_detect_cachestat() - who may call cachestat(2) here; enum
  * pc_cachestat_mode. Side-effect free (invalid-flag probes). Detected once
- * per process. Returns the mode or -errno.
+ * per process (errors are not kept). Returns the mode or -errno.
  * @since 0.1
  */
 int pc_detect_cachestat(void);
