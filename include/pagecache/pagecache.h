@@ -53,6 +53,8 @@ struct pc_cachestat {
  * Returns 0, -ENOSYS where the kernel (or valgrind) lacks cachestat, -EPERM
  * where the kernel's permission gate (6.14+) or a seccomp/LSM filter denies it,
  * -EBADF (also for O_PATH fds), -EOPNOTSUPP (hugetlbfs), -EINVAL.
+ * On overlayfs it counts the overlay inode's own mapping, which stays
+ * empty (the pages are the upper or lower file's): 0 cached.
  * @since 0.1
  */
 int pc_cachestat(int fd, uint64_t offset, uint64_t length, struct pc_cachestat *out);
@@ -225,6 +227,11 @@ struct pc_residency;
  * sample: the read a miss starts can finish before the probe looks again
  * (seen under CPU load, and always for holes of sparse files), and then
  * that page reads as resident, which it is by then.
+ * On overlayfs the answer comes from mincore, which sees the upper or
+ * lower file's pages (cachestat counts the overlay's own mapping, which
+ * stays empty). hugetlbfs files are UNKNOWN for everyone: no primitive
+ * sees their pages. Block devices are probed with RWF_NOWAIT only with
+ * PC_RES_ALLOW_PERTURB (their NOWAIT behaviour is not detected).
  * Never faults a page in. Memory: one bit per page plus a fixed window.
  * A bitmap needs @fd open for reading (mincore maps it); counts do not.
  * Returns 0 and *@out, or -errno (-EINVAL for unknown flags,
