@@ -53,6 +53,8 @@ struct pc_cachestat {
  * Returns 0, -ENOSYS where the kernel (or valgrind) lacks cachestat, -EPERM
  * where the kernel's permission gate (6.14+) or a seccomp/LSM filter denies it,
  * -EBADF (also for O_PATH fds), -EOPNOTSUPP (hugetlbfs), -EINVAL.
+ * On overlayfs it counts the overlay inode's own mapping, which stays
+ * empty (the pages are the upper or lower file's): 0 cached.
  * @since 0.1
  */
 int pc_cachestat(int fd, uint64_t offset, uint64_t length, struct pc_cachestat *out);
@@ -241,9 +243,13 @@ struct pc_residency;
  * that page reads as resident, which it is by then.
  * Without PC_RES_ALLOW_PERTURB probes run only where RWF_NOWAIT is clean;
  * finding that out (once per filesystem, with pc_detect_nowait() in the
- * file's directory) writes an unlinked O_TMPFILE there, or may cache one
- * page of another file there that the caller owns or may write; this is not
- * reported as perturbed.
+ * file's directory) writes an unlinked O_TMPFILE there, and nothing else:
+ * no page of any other file is read.
+ * On overlayfs the answer comes from mincore, which sees the upper or
+ * lower file's pages (cachestat counts the overlay's own mapping, which
+ * stays empty). hugetlbfs files are UNKNOWN for everyone: no primitive
+ * sees their pages. Block devices are probed with RWF_NOWAIT only with
+ * PC_RES_ALLOW_PERTURB (their NOWAIT behaviour is not detected).
  * Never faults a page in. Memory: one bit per page plus a fixed window.
  * mincore needs @fd open for reading; an O_WRONLY fd is answered by
  * cachestat where the kernel allows it (bitmap too); an O_PATH fd gives
