@@ -286,9 +286,16 @@ static int k_nowait_mode(struct pc_backend *b, struct pc_bfile *f)
 	 * and there is nowhere to write a scratch file on it: unknown. */
 	if (S_ISBLK(st.st_mode))
 		return PC_NOWAIT_UNKNOWN;
-	mode = pc_nowait_cached(st.st_dev);
-	if (mode >= 0)
-		return mode;
+	{
+		long fstype;
+		dev_t dev;
+
+		if (pc_fs_key(f->fd, &dev, &fstype) < 0)
+			return PC_NOWAIT_UNKNOWN;
+		mode = pc_nowait_cached(dev, fstype);
+		if (mode >= 0)
+			return mode;
+	}
 	/* Detect in the file's own directory, when its name still leads there. */
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", f->fd);
 	len = readlink(link, path, sizeof(path) - 1);

@@ -133,8 +133,10 @@ int pc_residency_on(struct pc_backend *b, struct pc_bfile *f, uint64_t offset,
 
 /* ---- the real kernel ----------------------------------------------------- */
 
+/* The key NOWAIT results are remembered by: device and filesystem type. */
+int pc_fs_key(int fd, dev_t *dev, long *fstype);
 /* The NOWAIT mode remembered for a filesystem, or -ENOENT. */
-int pc_nowait_cached(dev_t dev);
+int pc_nowait_cached(dev_t dev, long fstype);
 /* pc_detect_nowait(), with or without the cold-page fallback. */
 int pc_nowait_for_dir(int dirfd, int may_use_cold_page);
 

@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "backend.h"
@@ -377,7 +378,9 @@ PC_EXPORT int pc_detect_io_uring(void)
 	return detect_cached(&io_uring_works, detect_io_uring);
 }
 
-/* NOWAIT results per filesystem, keyed by st_dev. Filesystems are few; the
+/* NOWAIT results per filesystem, keyed by st_dev and the filesystem's type
+ * (in-memory filesystems reuse device numbers after an unmount, so a new
+ * mount of another kind must not inherit the old answer). Filesystems are few; the
  * table is bounded and a full table just means detecting again. Detection
  * itself is serialized, so that threads asking about the same filesystem
  * at once write one scratch file, not one each. */
@@ -387,32 +390,47 @@ static pthread_mutex_t nowait_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t nowait_detect_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
 	dev_t dev;
+	long fstype;
 	int mode;
 } nowait_table[PC_NOWAIT_SLOTS];
 static unsigned int nowait_used;
 
-int pc_nowait_cached(dev_t dev)
+/* The filesystem key of an open fd: 0, or -errno. */
+int pc_fs_key(int fd, dev_t *dev, long *fstype)
+{
+	struct statfs sfs;
+	struct stat st;
+
+	if (fstat(fd, &st) < 0 || fstatfs(fd, &sfs) < 0)
+		return pc_neg_errno();
+	*dev = st.st_dev;
+	*fstype = (long)sfs.f_type;
+	return 0;
+}
+
+int pc_nowait_cached(dev_t dev, long fstype)
 {
 	int mode = -ENOENT;
 
 	pthread_mutex_lock(&nowait_lock);
 	for (unsigned int i = 0; i < nowait_used; i++)
-		if (nowait_table[i].dev == dev)
+		if (nowait_table[i].dev == dev && nowait_table[i].fstype == fstype)
 			mode = nowait_table[i].mode;
 	pthread_mutex_unlock(&nowait_lock);
 	return mode;
 }
 
-static void nowait_remember(dev_t dev, int mode)
+static void nowait_remember(dev_t dev, long fstype, int mode)
 {
 	pthread_mutex_lock(&nowait_lock);
 	if (nowait_used < PC_NOWAIT_SLOTS) {
 		unsigned int i;
 
 		for (i = 0; i < nowait_used; i++)
-			if (nowait_table[i].dev == dev)
+			if (nowait_table[i].dev == dev && nowait_table[i].fstype == fstype)
 				break;
 		nowait_table[i].dev = dev;
+		nowait_table[i].fstype = fstype;
 		nowait_table[i].mode = mode;
 		if (i == nowait_used)
 			nowait_used++;
@@ -422,7 +440,8 @@ static void nowait_remember(dev_t dev, int mode)
 
 int pc_nowait_for_dir(int dirfd, int may_use_cold_page)
 {
-	struct stat st;
+	long fstype;
+	dev_t dev;
 	int fd, mode;
 
 	if (dirfd < 0 && dirfd != AT_FDCWD)
@@ -430,19 +449,19 @@ int pc_nowait_for_dir(int dirfd, int may_use_cold_page)
 	fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return pc_neg_errno();
-	if (fstat(fd, &st) < 0) {
-		mode = pc_neg_errno();
+	mode = pc_fs_key(fd, &dev, &fstype);
+	if (mode < 0) {
 		close(fd);
 		return mode;
 	}
 	pthread_mutex_lock(&nowait_detect_lock);
-	mode = pc_nowait_cached(st.st_dev);
+	mode = pc_nowait_cached(dev, fstype);
 	if (mode < 0)
 		mode = pc_detect_nowait_on_dir(pc_kernel_backend(), fd, may_use_cold_page);
 	/* UNKNOWN may be this directory's fault (read-only, full): another
 	 * directory of the same filesystem may do better next time. */
 	if (mode > PC_NOWAIT_UNKNOWN)
-		nowait_remember(st.st_dev, mode);
+		nowait_remember(dev, fstype, mode);
 	pthread_mutex_unlock(&nowait_detect_lock);
 	close(fd);
 	return mode;
