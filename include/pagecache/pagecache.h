@@ -511,6 +511,69 @@ const char *pc_snapshot_reader_generator(const struct pc_snapshot_reader *rd);
  */
 int pc_snapshot_path_check(const char *relpath);
 
+/* ---- warming: bringing recorded pages back -------------------------------- */
+
+/** How pc_warm() reads. */
+enum pc_warm_strategy {
+	PC_WARM_DEFAULT = 0,      /* the fastest measured here: PC_WARM_READAHEAD */
+	PC_WARM_READAHEAD,        /* readahead(2) (WILLNEED where refused), per chunk */
+	PC_WARM_IO_URING,         /* io_uring reads, bounded queue depth */
+};
+
+/** pc_warm() options. Options block: set @size first, zero what you skip. */
+struct pc_warm_opts {
+	size_t size;              /* sizeof(struct pc_warm_opts) */
+	int strategy;             /* enum pc_warm_strategy */
+	unsigned int queue_depth; /* io_uring reads in flight, 1..256; 0: 8 */
+	uint64_t chunk_bytes;     /* bytes per readahead call or read; 0: 2 MiB.
+				     One readahead call brings at most ~8 MiB */
+	uint64_t max_bytes;       /* budget of bytes to read; 0: no limit */
+	void (*progress)(uint64_t bytes_done, void *arg); /* after each call or read */
+	void *progress_arg;
+	const volatile int *cancel; /* set non-zero (any thread) to stop: -ECANCELED */
+};
+
+/** What pc_warm() did, in pages. Set @size first. */
+struct pc_warm_stats {
+	size_t size;              /* sizeof(struct pc_warm_stats) */
+	uint64_t pages_wanted;    /* pages in the runs given */
+	uint64_t pages_beyond_eof;/* of those, past the file's current end: skipped */
+	uint64_t pages_resident;  /* of those, already resident: skipped */
+	uint64_t pages_read;      /* of those, read (or readahead asked for) */
+	int budget_exhausted;     /* 1 when max_bytes stopped it before the end */
+	int quality;              /* enum pc_quality of the residency check; UNKNOWN:
+				     the kernel hides it, every page was read */
+};
+
+/**
+ * pc_warm() - bring the @n runs (file page numbers in pc_page_size() pages,
+ * ascending, not overlapping) of @fd (a regular file or block device open for
+ * reading) back into the page cache. Runs are clamped to the file's current
+ * size; pages already resident are skipped (checked with pc_residency() a
+ * window at a time, right before reading). PC_WARM_READAHEAD returns once
+ * the reads are queued: the pages become resident as the I/O completes
+ * (poll pc_residency() to wait); PC_WARM_IO_URING returns after the reads
+ * completed. @opts may be NULL; @stats may be NULL.
+ * Thread-safe; @opts->cancel may be set from any thread.
+ * Returns the bytes read or queued (>= 0), or -errno: -EINVAL (bad runs or
+ * options, not a regular file), -EOPNOTSUPP (io_uring unavailable),
+ * -ECANCELED (@stats says how far it got), a read error.
+ * @since 0.1
+ */
+int64_t pc_warm(int fd, const struct pc_run *runs, size_t n, const struct pc_warm_opts *opts,
+		struct pc_warm_stats *stats);
+
+/**
+ * pc_warm_snapshot() - pc_warm() on the remaining runs of @rd's current file
+ * (after pc_snapshot_next_file()), converted from the snapshot's page size to
+ * this machine's. Runs beyond a stop (budget, cancel, error) stay unread;
+ * the next pc_snapshot_next_file() skips them. Returns as pc_warm(), or a
+ * reader error (-EBADMSG, see pc_snapshot_reader_error()).
+ * @since 0.1
+ */
+int64_t pc_warm_snapshot(int fd, struct pc_snapshot_reader *rd, const struct pc_warm_opts *opts,
+			 struct pc_warm_stats *stats);
+
 #ifdef __cplusplus
 }
 #endif
