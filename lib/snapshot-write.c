@@ -114,6 +114,8 @@ static void put_varint(struct pc_snapshot_writer *w, uint64_t v)
 
 static void put_bytes(struct pc_snapshot_writer *w, const void *p, size_t n)
 {
+	if (!n)
+		return; /* p may be NULL (no root) */
 	memcpy(w->buf + w->pos, p, n);
 	w->pos += n;
 }

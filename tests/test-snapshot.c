@@ -1062,6 +1062,7 @@ START_TEST(atomic_writer_leaves_nothing_on_failure)
 		struct pc_snapshot_writer *w;
 		int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret = 0;
 
+		free(dir); /* valgrind checks the child's leaks at _exit */
 		signal(SIGXFSZ, SIG_IGN);
 		if (dfd < 0 || setrlimit(RLIMIT_FSIZE, &lim) < 0)
 			_exit(2);

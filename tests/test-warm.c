@@ -266,8 +266,9 @@ static void cancel_from_another_thread(const char *name, int strategy)
 	pthread_t t;
 
 	ck_assert_ptr_nonnull(c);
+	/* not page 0: valgrind reads the head of every file that is mapped */
 	for (size_t i = 0; i < PC_ARRAY_SIZE(c->many); i++)
-		c->many[i] = (struct pc_run){ i * 128, 1 };
+		c->many[i] = (struct pc_run){ 64 + i * 128, 1 };
 	c->strategy = strategy;
 	c->fd = open(f, O_RDONLY | O_CLOEXEC);
 	ck_assert_int_ge(c->fd, 0);
