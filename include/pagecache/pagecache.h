@@ -319,7 +319,8 @@ void pc_prober_free(struct pc_prober *p);
  * format is in doc/snapshot-format.md: a versioned header, one record per
  * file (its path relative to a root, identity, quality and resident runs),
  * a CRC32C per record and an end record with totals. Writers and readers
- * stream: memory stays bounded (about 200 KiB) whatever the snapshot's size.
+ * stream: memory stays bounded (about 260 KiB to write, 200 KiB to read)
+ * whatever the snapshot's size.
  */
 
 /** The snapshot format version this library writes and reads. */
