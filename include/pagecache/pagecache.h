@@ -362,6 +362,270 @@ int pc_prober_source(const struct pc_prober *p);
 /** pc_prober_free() - free a prober; NULL is allowed. @since 0.1 */
 void pc_prober_free(struct pc_prober *p);
 
+/* ---- snapshots ------------------------------------------------------------ */
+
+/*
+ * A snapshot records which pages of which files were resident, so that they
+ * can be brought back later (pc_warm()), here or on another machine. The
+ * format is in doc/snapshot-format.md: a versioned header, one record per
+ * file (its path relative to a root, identity, quality and resident runs),
+ * a CRC32C per record and an end record with totals. Writers and readers
+ * stream: memory stays bounded (about 260 KiB to write, 200 KiB to read)
+ * whatever the snapshot's size.
+ */
+
+/** The snapshot format version this library writes and reads. */
+#define PC_SNAPSHOT_FORMAT_VERSION 1
+/** Longest relative path (and root) a snapshot holds, in bytes. */
+#define PC_SNAPSHOT_PATH_MAX 4095
+
+/** What a snapshot's header records. Options block: set @size first. */
+struct pc_snapshot_info {
+	size_t size;              /* sizeof(struct pc_snapshot_info) */
+	const char *root;         /* absolute path the file paths are relative to; NULL: none */
+	int64_t capture_time_ns;  /* CLOCK_REALTIME, ns since the epoch; 0: now */
+	uint32_t page_size;       /* page size of the runs; 0: pc_page_size() */
+	int mincore_mode;         /* pc_detect_mincore() at capture (0: unknown) */
+	int cachestat_mode;       /* pc_detect_cachestat() at capture */
+	int nowait_mode;          /* pc_detect_nowait() on the root's filesystem */
+};
+
+/**
+ * One file of a snapshot. Passed to the writer (set @size first) and handed
+ * out by the reader (owned by the reader, valid until its next
+ * pc_snapshot_next_file()).
+ */
+struct pc_snapshot_file {
+	size_t size;              /* sizeof(struct pc_snapshot_file) */
+	const char *path;         /* reader: relative to the root; any bytes but NUL */
+	uint64_t file_size;       /* st_size at capture, bytes */
+	int64_t mtime_ns;         /* st_mtim at capture, ns since the epoch */
+	uint64_t dev;             /* st_dev at capture: same-machine identity only */
+	uint64_t ino;             /* st_ino at capture */
+	int quality;              /* enum pc_quality: UNKNOWN files have no runs */
+	uint64_t nruns;           /* reader: runs that follow */
+	uint64_t npages;          /* reader: resident pages in those runs */
+};
+
+struct pc_snapshot_writer;
+struct pc_snapshot_reader;
+
+/**
+ * pc_snapshot_writer_new() - a writer that streams a snapshot to @fd (a file,
+ * a pipe, a socket) from its current position; the header is written now.
+ * @info may be NULL (no root, now, this page size, modes unknown); a root
+ * must be absolute. @fd stays the caller's: never closed, never fsynced.
+ * A writer that is freed unfinished leaves a snapshot without its end
+ * record, which readers reject as truncated. A writer is used by one thread
+ * at a time. Returns 0 or -errno (-EINVAL for a bad @info).
+ * @since 0.1
+ */
+int pc_snapshot_writer_new(int fd, const struct pc_snapshot_info *info,
+			   struct pc_snapshot_writer **out);
+
+/**
+ * pc_snapshot_writer_new_at() - an atomic writer for @path (relative to
+ * @dirfd, or absolute): it writes an unnamed temporary file in @path's
+ * directory (O_TMPFILE, or a hidden ".name.XXXXXX" file where O_TMPFILE is
+ * not supported) created with @mode (umask applies);
+ * pc_snapshot_writer_finish() fsyncs it and renames it over @path, then
+ * fsyncs the directory. A writer that fails or is freed unfinished leaves
+ * no file behind and @path as it was. Returns 0 or -errno.
+ * @since 0.1
+ */
+int pc_snapshot_writer_new_at(int dirfd, const char *path, mode_t mode,
+			      const struct pc_snapshot_info *info,
+			      struct pc_snapshot_writer **out);
+
+/**
+ * pc_snapshot_write_file() - append one file: @relpath (see
+ * pc_snapshot_path_check()), @meta's file_size, mtime_ns, dev and ino (its
+ * quality, nruns and npages are ignored) and the resident runs of @r. The
+ * quality comes from @r: an UNKNOWN result (or @r NULL: the file could not
+ * be scanned) is recorded as unknown with no runs, never as resident. A
+ * PC_RES_COUNT_ONLY result will do when none or all of its pages are
+ * resident; otherwise it gives -ENODATA (scan again with the bitmap).
+ * Records are written out as they fill (64 KiB of runs at most in memory).
+ * Returns 0 or -errno: -EINVAL for a bad path, -ENAMETOOLONG past
+ * PC_SNAPSHOT_PATH_MAX, a write error. After an error every call of this
+ * writer returns it again.
+ * @since 0.1
+ */
+int pc_snapshot_write_file(struct pc_snapshot_writer *w, const char *relpath,
+			   const struct pc_snapshot_file *meta, const struct pc_residency *r);
+
+/**
+ * pc_snapshot_write_runs() - like pc_snapshot_write_file() with the runs
+ * given as an array (file page numbers, ascending, not overlapping, each
+ * npages > 0) and the quality taken from @meta->quality (PC_QUALITY_UNKNOWN
+ * needs @n == 0). For converters and tools that build runs themselves.
+ * Returns 0 or -errno (-EINVAL for bad runs).
+ * @since 0.1
+ */
+int pc_snapshot_write_runs(struct pc_snapshot_writer *w, const char *relpath,
+			   const struct pc_snapshot_file *meta, const struct pc_run *runs,
+			   size_t n);
+
+/**
+ * pc_snapshot_writer_finish() - write the end record (totals) and flush;
+ * for an atomic writer also fsync and rename into place. Call once; the
+ * writer must still be freed. Returns 0 or -errno (the first error any
+ * call of this writer met).
+ * @since 0.1
+ */
+int pc_snapshot_writer_finish(struct pc_snapshot_writer *w);
+
+/**
+ * pc_snapshot_writer_free() - free a writer; an atomic writer that did not
+ * finish removes its temporary file. NULL is allowed.
+ * @since 0.1
+ */
+void pc_snapshot_writer_free(struct pc_snapshot_writer *w);
+
+/**
+ * pc_snapshot_reader_new() - a reader of the snapshot at @fd's current
+ * position (a file or a pipe: it only calls read(2), never seeks). Reads
+ * nothing yet. The input is untrusted: every length is bounded before use
+ * and every record's checksum is verified before anything in it is handed
+ * out. A reader is used by one thread at a time; @fd stays the caller's.
+ * Returns 0 or -errno.
+ * @since 0.1
+ */
+int pc_snapshot_reader_new(int fd, struct pc_snapshot_reader **out);
+
+/** pc_snapshot_reader_free() - free a reader; NULL is allowed. @since 0.1 */
+void pc_snapshot_reader_free(struct pc_snapshot_reader *rd);
+
+/**
+ * pc_snapshot_read_header() - read and check the magic, version and header
+ * record. The header accessors below answer after it returned 0;
+ * pc_snapshot_next_file() calls it when nobody did. Returns 0, -EBADMSG
+ * (not a snapshot, corrupt, truncated), -EPROTONOSUPPORT (a format version
+ * this library does not know), or a read error.
+ * @since 0.1
+ */
+int pc_snapshot_read_header(struct pc_snapshot_reader *rd);
+
+/**
+ * pc_snapshot_next_file() - the next file of the snapshot: 1 and *@file
+ * (owned by the reader, valid until the next call), 0 at the end (the end
+ * record was read, its totals matched and nothing follows it), or -errno.
+ * Runs of the previous file that were not read are read and checked now.
+ * Paths are handed out as recorded: check them with pc_snapshot_path_check()
+ * before opening anything.
+ * @since 0.1
+ */
+int pc_snapshot_next_file(struct pc_snapshot_reader *rd, const struct pc_snapshot_file **file);
+
+/**
+ * pc_snapshot_next_run() - the next resident run of the current file, in the
+ * snapshot's page size (pc_snapshot_reader_page_size()), ascending: 1 and
+ * *@run, 0 after the file's last run (its counts checked), or -errno. Runs
+ * are decoded one record at a time, never all at once.
+ * @since 0.1
+ */
+int pc_snapshot_next_run(struct pc_snapshot_reader *rd, struct pc_run *run);
+
+/**
+ * pc_snapshot_reader_error(), pc_snapshot_reader_error_offset() - the first
+ * error the reader met: a message ("checksum mismatch in a file record", ...)
+ * or NULL when there was none, and the byte offset in the stream (from
+ * where the reader started) at which it was found. Errors are sticky: every
+ * later call returns the same -errno.
+ * @since 0.1
+ */
+const char *pc_snapshot_reader_error(const struct pc_snapshot_reader *rd);
+uint64_t pc_snapshot_reader_error_offset(const struct pc_snapshot_reader *rd);
+
+/*
+ * Header accessors, valid after pc_snapshot_read_header() returned 0 (0 or
+ * NULL before). Modes are the raw recorded values (a newer writer may
+ * record values this library has no name for). @since 0.1
+ */
+int pc_snapshot_reader_version(const struct pc_snapshot_reader *rd);
+uint32_t pc_snapshot_reader_page_size(const struct pc_snapshot_reader *rd);
+int64_t pc_snapshot_reader_capture_time(const struct pc_snapshot_reader *rd);
+int pc_snapshot_reader_mincore_mode(const struct pc_snapshot_reader *rd);
+int pc_snapshot_reader_cachestat_mode(const struct pc_snapshot_reader *rd);
+int pc_snapshot_reader_nowait_mode(const struct pc_snapshot_reader *rd);
+/** The root recorded at capture ("" when none). @since 0.1 */
+const char *pc_snapshot_reader_root(const struct pc_snapshot_reader *rd);
+/** Who wrote it, e.g. "libpagecache 0.1.0". @since 0.1 */
+const char *pc_snapshot_reader_generator(const struct pc_snapshot_reader *rd);
+
+/**
+ * pc_snapshot_path_check() - whether @relpath is safe to open beneath a
+ * root: not empty, not absolute, no ".." component, at most
+ * PC_SNAPSHOT_PATH_MAX bytes. Only a check of the string: open it with
+ * openat2(RESOLVE_BENEATH) all the same, since symlinks inside the root can
+ * still point out of it. Returns 0, -EINVAL or -ENAMETOOLONG.
+ * @since 0.1
+ */
+int pc_snapshot_path_check(const char *relpath);
+
+/* ---- warming: bringing recorded pages back -------------------------------- */
+
+/** How pc_warm() reads. */
+enum pc_warm_strategy {
+	PC_WARM_DEFAULT = 0,      /* the fastest measured here: PC_WARM_READAHEAD */
+	PC_WARM_READAHEAD,        /* readahead(2) (WILLNEED where refused), per chunk */
+	PC_WARM_IO_URING,         /* io_uring reads, bounded queue depth */
+};
+
+/** pc_warm() options. Options block: set @size first, zero what you skip. */
+struct pc_warm_opts {
+	size_t size;              /* sizeof(struct pc_warm_opts) */
+	int strategy;             /* enum pc_warm_strategy */
+	unsigned int queue_depth; /* io_uring reads in flight, 1..256; 0: 8 */
+	uint64_t chunk_bytes;     /* bytes per readahead call or read; 0: 2 MiB.
+				     One readahead call brings at most ~8 MiB */
+	uint64_t max_bytes;       /* budget of bytes to read; 0: no limit */
+	void (*progress)(uint64_t bytes_done, void *arg); /* after each call or read */
+	void *progress_arg;
+	const volatile int *cancel; /* set non-zero (any thread) to stop: -ECANCELED */
+};
+
+/** What pc_warm() did, in pages. Set @size first. */
+struct pc_warm_stats {
+	size_t size;              /* sizeof(struct pc_warm_stats) */
+	uint64_t pages_wanted;    /* pages in the runs given */
+	uint64_t pages_beyond_eof;/* of those, past the file's current end: skipped */
+	uint64_t pages_resident;  /* of those, already resident: skipped */
+	uint64_t pages_read;      /* of those, read (or readahead asked for) */
+	int budget_exhausted;     /* 1 when max_bytes stopped it before the end */
+	int quality;              /* enum pc_quality of the residency check; UNKNOWN:
+				     the kernel hides it, every page was read */
+};
+
+/**
+ * pc_warm() - bring the @n runs (file page numbers in pc_page_size() pages,
+ * ascending, not overlapping) of @fd (a regular file or block device open for
+ * reading) back into the page cache. Runs are clamped to the file's current
+ * size; pages already resident are skipped (checked with pc_residency() a
+ * window at a time, right before reading). PC_WARM_READAHEAD returns once
+ * the reads are queued: the pages become resident as the I/O completes
+ * (poll pc_residency() to wait); PC_WARM_IO_URING returns after the reads
+ * completed. @opts may be NULL; @stats may be NULL.
+ * Thread-safe; @opts->cancel may be set from any thread.
+ * Returns the bytes read or queued (>= 0), or -errno: -EINVAL (bad runs or
+ * options, not a regular file), -EOPNOTSUPP (io_uring unavailable),
+ * -ECANCELED (@stats says how far it got), a read error.
+ * @since 0.1
+ */
+int64_t pc_warm(int fd, const struct pc_run *runs, size_t n, const struct pc_warm_opts *opts,
+		struct pc_warm_stats *stats);
+
+/**
+ * pc_warm_snapshot() - pc_warm() on the remaining runs of @rd's current file
+ * (after pc_snapshot_next_file()), converted from the snapshot's page size to
+ * this machine's. Runs beyond a stop (budget, cancel, error) stay unread;
+ * the next pc_snapshot_next_file() skips them. Returns as pc_warm(), or a
+ * reader error (-EBADMSG, see pc_snapshot_reader_error()).
+ * @since 0.1
+ */
+int64_t pc_warm_snapshot(int fd, struct pc_snapshot_reader *rd, const struct pc_warm_opts *opts,
+			 struct pc_warm_stats *stats);
+
 #ifdef __cplusplus
 }
 #endif
