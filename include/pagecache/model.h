@@ -296,10 +296,12 @@ int pcm_munmap(struct pcm_task *t, uint64_t addr, uint64_t length);
  *    cached and up to date before this fault, in the block of
  *    PCM_TUNE_FAULT_AROUND_PAGES virtual pages (aligned) that holds @addr,
  *    clamped to the VMA and EOF. Then, if the page is not cached, the
- *    read-around reads pages in: under the fd's FADV_RANDOM (or with
- *    readahead 0) that page only, else a window of PCM_TUNE_READAHEAD_PAGES
- *    pages starting half of that before the page (clamped to 0 and EOF);
- *    only absent pages are read, a pending one is waited for. Then the page
+ *    read-around reads pages in: a window of PCM_TUNE_READAHEAD_PAGES
+ *    pages starting half of that before the page (clamped to 0 and EOF),
+ *    or with readahead 0 that page only; the fd's FADV_RANDOM does not
+ *    apply to faults (seen on 6.18: only madvise(MADV_RANDOM), which the
+ *    model lacks, stops read-around); only absent pages are read, a
+ *    pending one is waited for. Then the page
  *    is mapped. Pages the read-around brought in stay unmapped.
  *  - empty, file VMA, write: the same read-around (no fault-around); on
  *    MAP_SHARED the page is mapped and dirty; on MAP_PRIVATE an anonymous
