@@ -301,8 +301,12 @@ int pcm_munmap(struct pcm_task *t, uint64_t addr, uint64_t length);
  *    or with readahead 0 that page only; the fd's FADV_RANDOM does not
  *    apply to faults (seen on 6.18: only madvise(MADV_RANDOM), which the
  *    model lacks, stops read-around); only absent pages are read, a
- *    pending one is waited for. Then the page
- *    is mapped. Pages the read-around brought in stay unmapped.
+ *    pending one is waited for. A fault that waited for a read is
+ *    retried, as the kernel retries it after waiting with mmap_lock
+ *    dropped: fault-around runs again and maps the block's pages that are
+ *    cached now, those the read-around brought in included (seen on
+ *    6.18; not on tmpfs, nor for PCM_FILE_NO_INODE). Then the page is
+ *    mapped.
  *  - empty, file VMA, write: the same read-around (no fault-around); on
  *    MAP_SHARED the page is mapped and dirty; on MAP_PRIVATE an anonymous
  *    copy is mapped (the file page stays cached).
