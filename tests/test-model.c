@@ -1391,6 +1391,27 @@ END_TEST
 
 /* ---- cachestat -------------------------------------------------------------------------- */
 
+/* Seen on 6.18 (test-differential): a memfd with written pages reports dirty 0. */
+START_TEST(cachestat_counts_no_dirty_pages_on_tmpfs)
+{
+	struct pcm_kernel *k = kernel_618();
+	struct pcm_task *t = task(k, 0, 0, ALLCAPS);
+	struct pcm_file *f = file(k, 0, 0, 0644, 4);
+	struct pcm_fd *fd;
+	struct pc_cachestat cs;
+
+	OK(pcm_file_set(f, PCM_FILE_SHMEM, 1));
+	fd = fd_open(t, f, PCM_O_RDWR);
+	ck_assert_int_eq(pcm_pwrite(fd, 1, 2), 2);
+	OK(pcm_cachestat(fd, 0, 0, &cs));
+	ck_assert_uint_eq(cs.cache, 2);
+	ck_assert_uint_eq(cs.dirty, 0);
+	/* the pages themselves are dirty: fsync does not clean them */
+	ck_assert_int_eq(pcm_file_page_state(f, 1) & PCM_PAGE_DIRTY, PCM_PAGE_DIRTY);
+	pcm_kernel_free(k);
+}
+END_TEST
+
 START_TEST(cachestat_absent_and_blocked_answer_everyone)
 {
 	struct pcm_kernel *a = kernel(PC_MINCORE_FULL, PC_NOWAIT_CLEAN, PC_CACHESTAT_ABSENT);
@@ -1892,6 +1913,7 @@ int main(void)
 	tcase_add_test(tc, cachestat_gated_fmode_write_short_cut);
 	tcase_add_test(tc, cachestat_open_checks_nothing_but_hugetlb_and_flags);
 	tcase_add_test(tc, cachestat_counts_cache_dirty_and_shadows_over_the_range);
+	tcase_add_test(tc, cachestat_counts_no_dirty_pages_on_tmpfs);
 	tcase_add_test(tc, size_in_bytes_rounds_pages_and_truncation_zaps);
 	tcase_add_test(tc, detect_mincore_classifies_each_variant);
 	tcase_add_test(tc, detect_mincore_unknown_for_an_unprivileged_task_that_passes);

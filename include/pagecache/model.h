@@ -410,8 +410,9 @@ int pcm_fsync(struct pcm_fd *fd);
  * unless the fd is open for writing or the task owns the file, holds
  * CAP_FOWNER or may write it; open: no check). Counts over the file's
  * pages that intersect the range: cache = present (up to date or not),
- * dirty, writeback = 0, evicted = shadow entries and tmpfs pages in swap,
- * recently_evicted = evicted.
+ * dirty (always 0 on tmpfs, whose dirty pages are not tagged where
+ * cachestat looks: seen on 6.18), writeback = 0, evicted = shadow entries
+ * and tmpfs pages in swap, recently_evicted = evicted.
  */
 int pcm_cachestat(struct pcm_fd *fd, uint64_t off, uint64_t len, struct pc_cachestat *out);
 
