@@ -13,19 +13,49 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "pagecache/pagecache.h"
 #include "pc-test.h"
 
 static size_t ps;
+
+/*
+ * A name swapped between readdir and the open, every time: this program's
+ * openat() (the library is linked in statically, so its calls land here)
+ * renames swap_with over swap_name right before opening swap_name, once.
+ */
+static const char *swap_name, *swap_with;
+
+int openat(int dirfd, const char *name, int flags, ...);
+int openat(int dirfd, const char *name, int flags, ...)
+{
+	mode_t mode = 0;
+
+	if (flags & (O_CREAT | __O_TMPFILE)) {
+		va_list ap;
+
+		va_start(ap, flags);
+		mode = va_arg(ap, mode_t);
+		va_end(ap);
+	}
+	if (swap_name && strcmp(name, swap_name) == 0) {
+		swap_name = NULL;
+		if (renameat(AT_FDCWD, swap_with, dirfd, name) < 0)
+			perror("test-open: renameat");
+	}
+	return (int)syscall(SYS_openat, dirfd, name, flags, mode);
+}
 
 /* A character device node of our own (1:3 is null, 1:5 zero), world
  * readable and writable, with an inotify watch for opens on it. Returns
@@ -174,10 +204,47 @@ START_TEST(mem_private_dev_zero_is_exact_and_not_opened)
 }
 END_TEST
 
+/* pc_detect_nowait()'s fallback in a directory it may not write: one cold
+ * page of a file found there. The only file becomes a device node between
+ * readdir and the open. */
+START_TEST(cold_page_file_swapped_for_a_device_is_never_opened)
+{
+	const char *dir = pc_test_path("open-cold");
+	const char *dev = pc_test_path("open-cold-null");
+	int ino = watched_device("cold_page_file_swapped_for_a_device_is_never_opened", dev, 3);
+	struct pc_backend *b = pc_kernel_backend();
+	struct pc_bfile *f = NULL;
+	char victim[512];
+	uint64_t page = 0;
+	int dirfd;
+
+	if (ino < 0)
+		return;
+	ck_assert_int_eq(mkdir(dir, 0755), 0);
+	snprintf(victim, sizeof(victim), "%s/victim", dir);
+	/* without the swap this file is the answer (the control) */
+	pc_test_make_file("open-cold/victim", 8, 0644, -1, -1);
+	pc_test_set_pattern(victim, NULL, 0);
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(dirfd, 0);
+	ck_assert_int_eq(b->ops->find_cold_page(b, dirfd, &f, &page), 0);
+	b->ops->close(b, f);
+	ck_assert_int_ge(opens_seen(ino), 1);
+	swap_with = dev;
+	swap_name = "victim";
+	ck_assert_int_eq(b->ops->find_cold_page(b, dirfd, &f, &page), -ENOENT);
+	ck_assert_ptr_null(swap_name); /* the swap happened */
+	ck_assert_int_eq(opens_seen(ino), 0);
+	close(dirfd);
+	close(ino);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("open");
 	TCase *mem = tcase_create("mem");
+	TCase *detect = tcase_create("detect");
 	SRunner *sr;
 	int failed;
 
@@ -190,6 +257,8 @@ int main(void)
 	tcase_add_test(mem, mem_device_planted_at_a_mapped_path_is_never_opened);
 	tcase_add_test(mem, mem_private_dev_zero_is_exact_and_not_opened);
 	suite_add_tcase(s, mem);
+	tcase_add_test(detect, cold_page_file_swapped_for_a_device_is_never_opened);
+	suite_add_tcase(s, detect);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
