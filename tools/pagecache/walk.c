@@ -398,7 +398,7 @@ static int pop_dir(struct walk *w)
  * a FIFO or a terminal. */
 static int open_flags(void)
 {
-	return O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | O_NOFOLLOW;
+	return O_RDONLY | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW;
 }
 
 /*
@@ -437,11 +437,11 @@ static int reopen(int pathfd, int dirfd, const char *name, bool follow, int flag
 	char proc[64];
 	int fd;
 
-	flags |= O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+	flags |= O_RDONLY | O_NONBLOCK | O_NOCTTY;
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pathfd);
-	fd = open(proc, flags);
+	fd = open(proc, flags | O_CLOEXEC);
 	if (fd < 0 && errno == ENOENT)
-		fd = openat(dirfd, name, flags | (follow ? 0 : O_NOFOLLOW));
+		fd = openat(dirfd, name, flags | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
 	return fd < 0 ? -errno : fd;
 }
 
@@ -471,7 +471,7 @@ static int visit(struct walk *w, int dirfd, const char *name, unsigned char dtyp
 		} else {
 			/* no longer a directory (a symlink or anything else
 			 * swapped in since readdir): decide again, on O_PATH */
-			fd = openat(dirfd, name, open_flags() | O_DIRECTORY);
+			fd = openat(dirfd, name, open_flags() | O_DIRECTORY | O_CLOEXEC);
 			if (fd < 0 && (errno == ELOOP || errno == ENOTDIR))
 				return visit(w, dirfd, name, DT_UNKNOWN);
 			fd = fd < 0 ? -errno : fd;
@@ -512,7 +512,7 @@ static int visit(struct walk *w, int dirfd, const char *name, unsigned char dtyp
 		fd = reopen(pathfd, dirfd, name, w->opts.follow, 0);
 		close(pathfd);
 	} else {
-		fd = openat(dirfd, name, open_flags());
+		fd = openat(dirfd, name, open_flags() | O_CLOEXEC);
 		/* with -L, a symlink swapped in since readdir is followed,
 		 * but only once its target's type is known */
 		if (fd < 0 && errno == ELOOP && w->opts.follow)
