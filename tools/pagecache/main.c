@@ -14,6 +14,7 @@ struct subcommand {
 
 static const struct subcommand subcommands[] = {
 	{ "stat", cmd_stat, "show how much of each file sits in the page cache" },
+	{ "audit", cmd_audit, "what this kernel reveals about the page cache, and to whom" },
 };
 
 static void usage(FILE *f)
