@@ -13,7 +13,6 @@
 #include <string.h>
 #include <sys/fsuid.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/utsname.h>
 #include <sys/vfs.h>
@@ -88,23 +87,16 @@ struct audit {
 
 static void get_caller(struct caller *c)
 {
-	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct data[2];
 	uid_t ruid, euid, suid;
 
 	getresuid(&ruid, &euid, &suid);
 	c->uid = ruid;
 	c->euid = euid;
 	c->fsuid = (uid_t)setfsuid((uid_t)-1); /* an invalid id only reads it */
-	memset(data, 0, sizeof(data));
-	if (syscall(SYS_capget, &hdr, data) == 0) {
-#define HAS(cap) ((data[(cap) / 32].effective >> ((cap) % 32)) & 1)
-		c->fowner = HAS(CAP_FOWNER);
-		c->dac_override = HAS(CAP_DAC_OVERRIDE);
-		c->sys_admin = HAS(CAP_SYS_ADMIN);
-		c->ipc_lock = HAS(CAP_IPC_LOCK);
-#undef HAS
-	}
+	c->fowner = cap_effective(CAP_FOWNER);
+	c->dac_override = cap_effective(CAP_DAC_OVERRIDE);
+	c->sys_admin = cap_effective(CAP_SYS_ADMIN);
+	c->ipc_lock = cap_effective(CAP_IPC_LOCK);
 	if (c->fowner)
 		c->view = c->euid == 0 ? "root" : "cap_fowner";
 	else

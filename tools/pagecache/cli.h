@@ -157,7 +157,39 @@ void report_row(struct report *rep, const struct row *row);
 void report_error(struct report *rep, const char *path, size_t len, int err, const char *msg);
 void report_note(struct report *rep, const char *path, size_t len, const char *why);
 void report_end(struct report *rep, const struct totals *t);
+/* The fields of the "kernel" object (mincore, cachestat, io_uring, ...). */
+void report_json_kernel(struct report *rep);
+/* The "errors" and "skipped" arrays of a JSON document (held messages). */
+void report_write_held(struct report *rep);
+/* "path", and "path_base64" when the path is not valid UTF-8. */
+void json_path(struct json *j, const char *path, size_t len);
 void report_free(struct report *rep);
+
+/* ---- action.c: what evict, touch and lock share ---- */
+/* The start of each of their contexts: counts, messages, progress. */
+struct action {
+	const char *cmd;
+	struct report rep;           /* rep.mode OUT_JSON: messages held for it */
+	struct progress progress;
+	bool quiet, verbose, json;
+	uint64_t max_size;           /* from the selection */
+	uint64_t files, errors, skipped, filtered;
+};
+/* walk_ops callbacks; ctx points to a struct action */
+void action_note(void *ctx, const char *path, size_t len, const char *why);
+void action_error(void *ctx, const char *path, size_t len, int err, const char *msg);
+/* Start the JSON document ("format_version", "command", "kernel", "files": [). */
+void action_json_begin(struct action *a);
+/* Close "files", write "errors" and "skipped", open "totals" (the caller
+ * fills it and calls action_json_end). */
+void action_json_totals(struct action *a);
+void action_json_end(struct action *a);
+/* 1 (and counted as filtered) when the file is over --max-size. */
+bool action_too_big(struct action *a, uint64_t size);
+/* Exit status from the counts, after flushing standard output. */
+int action_status(struct action *a);
+/* 1 if the calling thread has capability cap in its effective set. */
+bool cap_effective(int cap);
 
 /* ---- walk.c ---- */
 struct walk;

@@ -264,7 +264,7 @@ static void text_row(struct report *rep, const struct row *row)
 		draw_map(rep, row);
 }
 
-static void json_path(struct json *j, const char *path, size_t len)
+void json_path(struct json *j, const char *path, size_t len)
 {
 	json_string(j, "path", path, len);
 	if (!utf8_valid(path, len))
@@ -334,7 +334,7 @@ static void json_row(struct report *rep, const struct row *row)
 		json_newline(j);
 }
 
-static void json_kernel(struct report *rep)
+void report_json_kernel(struct report *rep)
 {
 	struct json *j = &rep->json;
 	int mc = pc_detect_mincore(), cs = pc_detect_cachestat(), io = pc_detect_io_uring();
@@ -357,14 +357,14 @@ void report_begin(struct report *rep)
 	if (rep->mode == OUT_NDJSON) {
 		json_cstring(j, "type", "kernel");
 		json_uint(j, "format_version", 1);
-		json_kernel(rep);
+		report_json_kernel(rep);
 		json_end_object(j);
 		json_newline(j);
 		return;
 	}
 	json_uint(j, "format_version", 1);
 	json_begin_object(j, "kernel");
-	json_kernel(rep);
+	report_json_kernel(rep);
 	json_end_object(j);
 	json_begin_array(j, "files");
 }
@@ -439,6 +439,24 @@ void report_note(struct report *rep, const char *path, size_t len, const char *w
 		json_msg(&rep->json, true, path, len, 0, why);
 	else if (rep->mode == OUT_JSON)
 		hold(rep, path, len, 0, why);
+}
+
+void report_write_held(struct report *rep)
+{
+	struct json *j = &rep->json;
+
+	json_begin_array(j, "errors");
+	for (size_t i = 0; i < rep->nheld; i++)
+		if (rep->held[i].err)
+			json_msg(j, false, rep->held[i].path, rep->held[i].pathlen,
+				 rep->held[i].err, rep->held[i].text);
+	json_end_array(j);
+	json_begin_array(j, "skipped");
+	for (size_t i = 0; i < rep->nheld; i++)
+		if (!rep->held[i].err)
+			json_msg(j, false, rep->held[i].path, rep->held[i].pathlen, 0,
+				 rep->held[i].text);
+	json_end_array(j);
 }
 
 static void json_totals(struct report *rep, const struct totals *t)
@@ -524,18 +542,7 @@ void report_end(struct report *rep, const struct totals *t)
 		return;
 	}
 	json_end_array(j); /* files */
-	json_begin_array(j, "errors");
-	for (size_t i = 0; i < rep->nheld; i++)
-		if (rep->held[i].err)
-			json_msg(j, false, rep->held[i].path, rep->held[i].pathlen,
-				 rep->held[i].err, rep->held[i].text);
-	json_end_array(j);
-	json_begin_array(j, "skipped");
-	for (size_t i = 0; i < rep->nheld; i++)
-		if (!rep->held[i].err)
-			json_msg(j, false, rep->held[i].path, rep->held[i].pathlen, 0,
-				 rep->held[i].text);
-	json_end_array(j);
+	report_write_held(rep);
 	json_begin_object(j, "totals");
 	json_totals(rep, t);
 	json_end_object(j);
