@@ -229,6 +229,16 @@ void walk_error(struct walk *w, const char *path, size_t pathlen, int err, const
 void walk_note(struct walk *w, const char *path, size_t pathlen, const char *why);
 void walk_free(struct walk *w);
 
+/* ---- pipeline.c: a second thread for the walk's callbacks ---- */
+struct pipeline;
+/* Run inner's callbacks on a second thread, in the order the walk makes
+ * them: walk with pipeline_walk_ops and the pipeline as ctx. -EOPNOTSUPP
+ * where it would not help (one CPU, few fds), -ENOMEM, -EAGAIN. */
+int pipeline_new(const struct walk_ops *inner, void *inner_ctx, struct pipeline **out);
+extern const struct walk_ops pipeline_walk_ops;
+/* Wait until every event is handled, then free it. 0 or -ENOMEM. */
+int pipeline_finish(struct pipeline *p);
+
 /* ---- pid.c: --pid ---- */
 /* The regular files process pid has open (/proc/PID/fd) or mapped
  * (/proc/PID/maps), each once, through walk_fd. Returns 0 or -ENOMEM. */

@@ -56,13 +56,19 @@ static const char stat_usage_tail[] =
 	"                          on kernels where a miss starts readahead this\n"
 	"                          caches the missed pages (the output says so)\n"
 	"\n"
+	"Speed:\n"
+	"      --threads N         1: walk and measure on one thread; 2 (the\n"
+	"                          default with more than one CPU): measure and\n"
+	"                          print on a second thread while the walk goes on;\n"
+	"                          the output is the same\n"
+	"\n"
 	"  -h, --help              show this help\n"
 	"\n"
 	"Exit status: 0 all went well, 1 some file failed, 2 usage error.\n";
 
 enum {
 	OPT_JSON = 256, OPT_NDJSON, OPT_BYTES, OPT_PAGES, OPT_STATS, OPT_MAP, OPT_TOP,
-	OPT_SORT, OPT_ALLOW_PERTURB,
+	OPT_SORT, OPT_ALLOW_PERTURB, OPT_THREADS,
 };
 
 static const struct option stat_options[] = {
@@ -77,6 +83,7 @@ static const struct option stat_options[] = {
 	{ "quiet", no_argument, NULL, 'q' },
 	SELECTION_LONG_OPTIONS,
 	{ "allow-perturb", no_argument, NULL, OPT_ALLOW_PERTURB },
+	{ "threads", required_argument, NULL, OPT_THREADS },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -343,7 +350,11 @@ int cmd_stat(int argc, char **argv)
 	struct stat_ctx c = { 0 };
 	struct selection sel;
 	struct walk *w = NULL;
+	struct pipeline *pl = NULL;
+	const struct walk_ops *ops = &stat_walk_ops;
+	void *ops_ctx = &c;
 	bool json = false, ndjson = false, bytes = false, pages = false;
+	uint64_t threads = 2;
 	int opt, ret = 0, status;
 
 	selection_init(&sel);
@@ -377,6 +388,12 @@ int cmd_stat(int argc, char **argv)
 		case OPT_MAP: c.rep.map = true; break;
 		case 'q': c.quiet = true; break;
 		case OPT_ALLOW_PERTURB: c.res_flags |= PC_RES_ALLOW_PERTURB; break;
+		case OPT_THREADS:
+			if (parse_uint(optarg, 2, &threads) < 0 || threads == 0) {
+				ret = usage_error("stat", "--threads wants 1 or 2, not '%s'", optarg);
+				goto out;
+			}
+			break;
 		case OPT_TOP:
 			if (parse_uint(optarg, SIZE_MAX / sizeof(struct row), &v) < 0 || v == 0) {
 				ret = usage_error("stat", "--top wants a positive number, not '%s'",
@@ -426,11 +443,23 @@ int cmd_stat(int argc, char **argv)
 	c.rep.page_size = (uint64_t)pc_page_size();
 	c.rep.width = terminal_width(STDOUT_FILENO);
 	progress_init(&c.progress, !c.quiet && isatty(STDERR_FILENO));
-	if (walk_new(&sel.wo, &stat_walk_ops, &c, &w) < 0)
+	/* measuring and printing on a second thread while this one walks */
+	if (threads > 1 && pipeline_new(&stat_walk_ops, &c, &pl) == 0) {
+		ops = &pipeline_walk_ops;
+		ops_ctx = pl;
+	}
+	if (walk_new(&sel.wo, ops, ops_ctx, &w) < 0)
 		goto nomem;
 
 	report_begin(&c.rep);
 	ret = selection_walk(&sel, w, argc - optind, argv + optind);
+	if (pl) {
+		int fin = pipeline_finish(pl);
+
+		pl = NULL;
+		if (fin < 0)
+			ret = fin;
+	}
 	if (ret < 0)
 		goto nomem;
 	progress_clear(&c.progress);
@@ -456,6 +485,8 @@ nomem:
 	cli_error(NULL, 0, "out of memory");
 	ret = PC_EXIT_FAILED;
 out:
+	if (pl)
+		pipeline_finish(pl);
 	for (size_t i = 0; i < c.nrows; i++)
 		row_free(&c.rows[i]);
 	free(c.rows);
