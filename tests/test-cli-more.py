@@ -258,20 +258,24 @@ def case_evict_then_stat_shows_zero(env):
     check(f["path"] == p and f["size"] == 64 * PS and f["pages"] == 64, f"{f}")
     check(f["quality"] == "exact", "quality")
     check(f["resident_before"] == 64 or tc.UNDER_VALGRIND, f"before {f['resident_before']}")
-    check(f["resident_after"] == 0, f"after {f['resident_after']}")
+    # valgrind reads the first pages of every file the program maps (the
+    # mincore path, as valgrind has no cachestat): a bound there
+    check(f["resident_after"] == 0 or (tc.UNDER_VALGRIND and f["resident_after"] <= 16),
+          f"after {f['resident_after']}")
     vec, (rc, sdoc, err) = stable_mincore(p, lambda: tc.run_json(["stat", p]))
     check(sum(vec) == 0 or tc.UNDER_VALGRIND, f"mincore after evict: {sum(vec)}")
     check(sdoc["files"][0]["resident_pages"] == sum(vec), "stat after evict")
     t = doc["totals"]
     check(t["files"] == 1 and t["known_files"] == 1 and t["unknown_files"] == 0 and
-          t["resident_after"] == 0 and t["pages"] == 64, f"totals {t}")
+          t["resident_after"] == f["resident_after"] and t["pages"] == 64, f"totals {t}")
     # text: one row per file with -v, then the totals line
     with open(p, "rb") as fh:
         fh.read()
     rc, out, err = run(["evict", "-v", p])
     lines = out.decode().splitlines()
     check(lines[0].split() == ["SIZE", "BEFORE", "AFTER", "QUALITY", "PATH"], f"{lines[0]}")
-    check(lines[1].split()[2] == "0" and lines[1].endswith(p), f"row {lines[1]}")
+    check((lines[1].split()[2] == "0" or tc.UNDER_VALGRIND) and lines[1].endswith(p),
+          f"row {lines[1]}")
     check(lines[2].startswith("evicted: 1 file,"), f"totals {lines[2]}")
 
 
