@@ -5,13 +5,12 @@ run against the built binary, with the helpers of test-cli.py.
 
 Usage: test-cli-more.py PATH-TO-pagecache PATH-TO-libpagecache.so
 audit --json is compared field by field with what the library's own
-pc_detect_* functions answer in this process (through ctypes), and with
+pc_detect_* functions answer (through ctypes, in a child python), and with
 uname, findmnt and /proc. Residency is compared with mincore as root, once
 the reads have settled. Prints one line per case ("SKIP: case: why" for a
 case that cannot run here); exits 0, 1 on a failure, 77 when nothing can run.
 Under PC_UNDER_VALGRIND=1 every pagecache run goes through valgrind."""
 
-import ctypes
 import importlib.util
 import json
 import os
@@ -31,7 +30,6 @@ PS, NOBODY, IS_ROOT = tc.PS, tc.NOBODY, tc.IS_ROOT
 mincore, make_file, set_pattern, stable_mincore = (tc.mincore, tc.make_file, tc.set_pattern,
                                                     tc.stable_mincore)
 need_root = tc.need_root
-LIB = None
 
 
 def run_json(args, **kw):
@@ -52,22 +50,40 @@ def command(args):
     return cmd
 
 
-def lib():
-    global LIB
-    if LIB is None:
-        LIB = ctypes.CDLL(sys.argv[2])
-        for name in ("pc_mincore_mode_name", "pc_nowait_mode_name", "pc_cachestat_mode_name"):
-            getattr(LIB, name).restype = ctypes.c_char_p
-    return LIB
-
-
-def detect_nowait(path):
+DETECT = r"""
+import ctypes, json, os, sys
+L = ctypes.CDLL(sys.argv[1])
+for name in ("pc_mincore_mode_name", "pc_nowait_mode_name", "pc_cachestat_mode_name"):
+    getattr(L, name).restype = ctypes.c_char_p
+def nowait(path):
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        mode = lib().pc_detect_nowait(fd)
-    finally:
-        os.close(fd)
-    return lib().pc_nowait_mode_name(mode).decode() if mode >= 0 else "unknown"
+    mode = L.pc_detect_nowait(fd)
+    os.close(fd)
+    return L.pc_nowait_mode_name(mode).decode() if mode >= 0 else "unknown"
+print(json.dumps({
+    "mincore": L.pc_mincore_mode_name(L.pc_detect_mincore()).decode(),
+    "cachestat": L.pc_cachestat_mode_name(L.pc_detect_cachestat()).decode(),
+    "io_uring": L.pc_detect_io_uring(),
+    "nowait": {p: nowait(p) for p in sys.argv[2:]}}))
+"""
+
+
+def library_detect(paths):
+    """What the library's pc_detect_* answer, asked through ctypes in a
+    child python (a sanitizer build's library needs its runtime preloaded)."""
+    env = dict(os.environ)
+    for attempt in range(2):
+        p = subprocess.run([sys.executable, "-c", DETECT, sys.argv[2]] + paths,
+                           capture_output=True, text=True, env=env)
+        if p.returncode == 0:
+            return json.loads(p.stdout)
+        ldd = subprocess.run(["ldd", sys.argv[2]], capture_output=True, text=True).stdout
+        runtime = [w for w in ldd.split() if "libasan" in w and w.startswith("/")]
+        if not runtime:
+            break
+        env["LD_PRELOAD"] = runtime[0]
+        env["ASAN_OPTIONS"] = "detect_leaks=0"
+    raise Failure(f"cannot ask the library: {p.stderr[-500:]}")
 
 
 def settle(path):
@@ -170,14 +186,13 @@ def case_audit_json_field_by_field(env):
     check(k["page_size"] == PS, "page_size")
     check(isinstance(k["library_version"], str) and k["library_version"].count(".") == 2,
           "library_version")
-    L = lib()
+    lib = library_detect(paths)
     if not tc.UNDER_VALGRIND:  # valgrind knows no cachestat: its answers differ
-        want_mc = L.pc_mincore_mode_name(L.pc_detect_mincore()).decode()
-        want_cs = L.pc_cachestat_mode_name(L.pc_detect_cachestat()).decode()
-        check(doc["mincore"]["mode"] == want_mc, f"mincore {doc['mincore']} != library {want_mc}")
-        check(doc["cachestat"]["mode"] == want_cs,
-              f"cachestat {doc['cachestat']} != library {want_cs}")
-        check(doc["io_uring"]["available"] == (L.pc_detect_io_uring() == 1), "io_uring")
+        check(doc["mincore"]["mode"] == lib["mincore"],
+              f"mincore {doc['mincore']} != library {lib['mincore']}")
+        check(doc["cachestat"]["mode"] == lib["cachestat"],
+              f"cachestat {doc['cachestat']} != library {lib['cachestat']}")
+        check(doc["io_uring"]["available"] == (lib["io_uring"] == 1), "io_uring")
     for part in ("mincore", "cachestat"):
         check(isinstance(doc[part]["meaning"], str) and doc[part]["meaning"], f"{part}.meaning")
     with open("/proc/sys/kernel/io_uring_disabled") as f:
@@ -197,8 +212,8 @@ def case_audit_json_field_by_field(env):
             fstype, target = fm.stdout.splitlines()[-1].split(None, 1)
             check(f["fstype"] == fstype and f["mount_point"] == target.strip(),
                   f"{f['path']}: {f['fstype']} on {f['mount_point']}, findmnt {fm.stdout!r}")
-        check(f["nowait"] == detect_nowait(f["path"]),
-              f"{f['path']}: nowait {f['nowait']} != library {detect_nowait(f['path'])}")
+        check(f["nowait"] == lib["nowait"][f["path"]],
+              f"{f['path']}: nowait {f['nowait']} != library {lib['nowait'][f['path']]}")
     if len(fss) > 1 and fss[1]["fstype"] == "tmpfs":
         check(fss[1]["nowait"] == "unsupported", f"tmpfs: {fss[1]['nowait']}")
     c = doc["caller"]
