@@ -36,6 +36,8 @@ int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(pri
 int usage_getopt_error(const char *cmd, int opt, char **argv);
 /* 1024-based human units with one decimal below 10: "0", "512", "4.0K", "12M". */
 void human_bytes(uint64_t bytes, char *buf, size_t size);
+/* v in decimal into buf (room for 21 bytes); returns the length. */
+size_t u64_str(uint64_t v, char *buf);
 /* "123", "1K", "2.5M", "8G" with K M G T P suffixes (1024-based) into *out;
  * -EINVAL on junk, -ERANGE on overflow. */
 int parse_size(const char *s, uint64_t *out);

@@ -53,6 +53,32 @@ int usage_getopt_error(const char *cmd, int opt, char **argv)
 	return usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
 }
 
+size_t u64_str(uint64_t v, char *buf)
+{
+	char tmp[24];
+	size_t n = 0, i;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	for (i = 0; i < n; i++)
+		buf[i] = tmp[n - 1 - i];
+	buf[n] = '\0';
+	return n;
+}
+
+/* num / den rounded to nearest, ties to even, as printf rounds an exact
+ * binary value */
+static uint64_t div_round_even(unsigned __int128 num, uint64_t den)
+{
+	uint64_t q = (uint64_t)(num / den), r = (uint64_t)(num % den);
+
+	if (r > den - r || (r == den - r && (q & 1)))
+		q++;
+	return q;
+}
+
 void human_bytes(uint64_t bytes, char *buf, size_t size)
 {
 	static const char units[] = "KMGTPE";
@@ -61,6 +87,31 @@ void human_bytes(uint64_t bytes, char *buf, size_t size)
 
 	if (bytes < 1024) {
 		snprintf(buf, size, "%llu", (unsigned long long)bytes);
+		return;
+	}
+	if (bytes < (1ull << 53) && size >= 8) {
+		/* exact in a double: the same digits as "%.1f" / "%.0f" below,
+		 * without floating-point formatting on every row */
+		uint64_t den = 1024;
+		size_t n;
+
+		u = 0;
+		while (bytes / den >= 1024 && u < 5) {
+			den <<= 10;
+			u++;
+		}
+		/* v < 9.95 exactly: no such v lies between 9.95 and its double */
+		if ((unsigned __int128)bytes * 20 < (unsigned __int128)den * 199) {
+			uint64_t tenths = div_round_even((unsigned __int128)bytes * 10, den);
+
+			n = u64_str(tenths / 10, buf);
+			buf[n++] = '.';
+			buf[n++] = (char)('0' + tenths % 10);
+		} else {
+			n = u64_str(div_round_even(bytes, den), buf);
+		}
+		buf[n++] = units[u];
+		buf[n] = '\0';
 		return;
 	}
 	while (v >= 1024 && u < 5) {
