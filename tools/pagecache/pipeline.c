@@ -17,7 +17,7 @@
 
 #include "cli.h"
 
-#define BATCH_EVENTS 32
+#define BATCH_EVENTS 128
 #define MAX_BATCHES 8
 
 enum event_type { EV_FILE, EV_NOTE, EV_ERROR };
@@ -225,10 +225,12 @@ int pipeline_new(const struct walk_ops *inner, void *inner_ctx, struct pipeline 
 	/* each queued batch holds up to BATCH_EVENTS open fds; the walk and
 	 * the library need theirs */
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
-		if (rl.rlim_cur < 512)
+		if (rl.rlim_cur < 1024)
 			return -EOPNOTSUPP;
 		if ((rl.rlim_cur / 2 - 128) / BATCH_EVENTS < max)
 			max = (rl.rlim_cur / 2 - 128) / BATCH_EVENTS;
+		if (max < 2)
+			max = 2;
 	}
 	p = calloc(1, sizeof(*p));
 	if (!p)
