@@ -178,9 +178,53 @@ def case_named_device_is_not_opened(d):
         w.close()
 
 
+def case_pid_mapped_device_is_not_opened(d):
+    """--pid of a process that maps a device (a private mapping of a zero
+    device node, as allocators do with /dev/zero): the device is not a file
+    and is never opened, not even through /proc/PID/map_files."""
+    dev = os.path.join(d, "pid-zero")
+    try:
+        os.mknod(dev, 0o666 | 0o020000, os.makedev(1, 5))
+    except OSError as ex:
+        raise Skip(f"mknod refused here: {ex}")
+    make_file(os.path.join(d, "mapped-file"))
+    child = subprocess.Popen(
+        [sys.executable, "-c",
+         "import mmap, os, sys\n"
+         "fd = os.open(sys.argv[1], os.O_RDWR)\n"
+         "m = mmap.mmap(fd, 4096, flags=mmap.MAP_PRIVATE)\n"
+         "g = os.open(sys.argv[2], os.O_RDONLY)\n"
+         "n = mmap.mmap(g, 4096, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ)\n"
+         "os.close(fd); os.close(g)\n"
+         "print('ready', flush=True)\n"
+         "sys.stdin.read()\n",
+         dev, os.path.join(d, "mapped-file")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    w = None
+    try:
+        check(child.stdout.readline().strip() == b"ready", "the child did not map")
+        w = Watch(dev)
+        check(w.opens() == 0, "an open before the check")
+        rc, doc, err = run_json(["--pid", str(child.pid)], {})
+        paths = [f["path"] for f in doc["files"]]
+        check(rc == 0, f"exit {rc}: {err!r}")
+        check(any(p.endswith("/mapped-file") for p in paths), f"files: {paths}")
+        check(not any(p.endswith("/pid-zero") for p in paths), f"files: {paths}")
+        check(w.opens() == 0, "pagecache opened the mapped device node")
+        # the watch works: our own open is seen
+        os.close(os.open(dev, os.O_RDONLY))
+        check(w.opens() >= 1, "a real open raised no IN_OPEN")
+    finally:
+        child.stdin.close()
+        child.wait(timeout=TIMEOUT)
+        if w:
+            w.close()
+
+
 CASES = [case_follow_symlink_swapped_in_for_a_file,
          case_follow_symlink_swapped_in_for_a_directory,
-         case_named_device_is_not_opened]
+         case_named_device_is_not_opened,
+         case_pid_mapped_device_is_not_opened]
 
 
 def main():
