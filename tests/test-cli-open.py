@@ -178,6 +178,22 @@ def case_named_device_is_not_opened(d):
         w.close()
 
 
+def case_audit_of_a_device_path_does_not_open_it(d):
+    """`pagecache audit PATH` looks at the filesystem holding PATH: a device
+    node named there is looked at through O_PATH, never opened."""
+    dev = os.path.join(d, "audit-null")
+    w = device_node(dev)
+    try:
+        cmd = ([] if not UNDER_VALGRIND else VALGRIND) + [EXE, "audit", "--json", dev]
+        p = subprocess.run(cmd, capture_output=True,
+                           timeout=TIMEOUT * (10 if UNDER_VALGRIND else 1))
+        check(p.returncode == 0, f"exit {p.returncode}: {p.stderr!r}")
+        check(os.path.basename(dev).encode() in p.stdout, f"{p.stdout[:300]!r}")
+        check(w.opens() == 0, "pagecache audit opened the device node")
+    finally:
+        w.close()
+
+
 def case_pid_mapped_device_is_not_opened(d):
     """--pid of a process that maps a device (a private mapping of a zero
     device node, as allocators do with /dev/zero): the device is not a file
@@ -224,6 +240,7 @@ def case_pid_mapped_device_is_not_opened(d):
 CASES = [case_follow_symlink_swapped_in_for_a_file,
          case_follow_symlink_swapped_in_for_a_directory,
          case_named_device_is_not_opened,
+         case_audit_of_a_device_path_does_not_open_it,
          case_pid_mapped_device_is_not_opened]
 
 
