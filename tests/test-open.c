@@ -214,16 +214,15 @@ START_TEST(cold_page_file_swapped_for_a_device_is_never_opened)
 	int ino = watched_device("cold_page_file_swapped_for_a_device_is_never_opened", dev, 3);
 	struct pc_backend *b = pc_kernel_backend();
 	struct pc_bfile *f = NULL;
-	char victim[512];
+	const char *victim;
 	uint64_t page = 0;
 	int dirfd;
 
 	if (ino < 0)
 		return;
 	ck_assert_int_eq(mkdir(dir, 0755), 0);
-	snprintf(victim, sizeof(victim), "%s/victim", dir);
 	/* without the swap this file is the answer (the control) */
-	pc_test_make_file("open-cold/victim", 8, 0644, -1, -1);
+	victim = pc_test_make_file("open-cold/victim", 8, 0644, -1, -1);
 	pc_test_set_pattern(victim, NULL, 0);
 	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	ck_assert_int_ge(dirfd, 0);
