@@ -17,6 +17,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,6 +27,12 @@
 
 #ifndef RWF_NOWAIT
 #define RWF_NOWAIT 0x00000008
+#endif
+#ifndef OVERLAYFS_SUPER_MAGIC
+#define OVERLAYFS_SUPER_MAGIC 0x794c7630
+#endif
+#ifndef HUGETLBFS_MAGIC
+#define HUGETLBFS_MAGIC 0x958458f6
 #endif
 
 /* Files of more pages than this get one mapping for all their mincore
@@ -39,6 +46,9 @@ struct pc_bfile {
 	void *map;                 /* PROT_NONE mapping of pages [0, map_npages): never touched */
 	uint64_t map_npages;
 	int map_tried;
+	int fs_known;              /* fs_blind_* below are set */
+	int fs_blind_cachestat;    /* overlayfs: cachestat counts an empty mapping */
+	int fs_blind_mincore;      /* hugetlbfs: no 4 KiB mapping, PTEs only */
 };
 
 static long k_page_size(struct pc_backend *b)
@@ -129,6 +139,32 @@ static void map_whole(struct pc_bfile *f, uint64_t ps)
 	f->map_npages = npages;
 }
 
+/*
+ * Filesystems where a primitive looks at the wrong pages (seen on 6.18):
+ * - overlayfs: the data sits in the page cache of the upper or lower
+ *   file; cachestat counts the overlay inode's own mapping, which is
+ *   always empty, while a mapping (and so mincore) is of the real file.
+ * - hugetlbfs: a mapping must be huge-page aligned (EINVAL for the 4 KiB
+ *   windows), and mincore there reports only the huge PTEs present in the
+ *   caller's page tables, not the file's pages; cachestat and RWF_NOWAIT
+ *   answer EOPNOTSUPP. Nothing can tell a hugetlbfs file's residency.
+ * Learned once per file with fstatfs; a failing fstatfs blinds nothing.
+ */
+static void fs_check(struct pc_bfile *f)
+{
+	struct statfs sfs;
+
+	if (f->fs_known)
+		return;
+	f->fs_known = 1;
+	if (fstatfs(f->fd, &sfs) < 0)
+		return;
+	if ((unsigned long)sfs.f_type == OVERLAYFS_SUPER_MAGIC)
+		f->fs_blind_cachestat = 1;
+	if ((unsigned long)sfs.f_type == HUGETLBFS_MAGIC)
+		f->fs_blind_mincore = 1;
+}
+
 static int k_mincore(struct pc_backend *b, struct pc_bfile *f, uint64_t page,
 		     uint64_t npages, unsigned char *vec)
 {
@@ -139,6 +175,9 @@ static int k_mincore(struct pc_backend *b, struct pc_bfile *f, uint64_t page,
 	(void)b;
 	if (npages == 0)
 		return 0;
+	fs_check(f);
+	if (f->fs_blind_mincore)
+		return -ENODEV; /* as for a file without mmap: mincore cannot answer */
 	if (!f->map_tried && npages < PC_MAP_WHOLE_MIN_PAGES + 1)
 		map_whole(f, ps);
 	if (f->map && page < f->map_npages && npages <= f->map_npages - page) {
@@ -167,6 +206,9 @@ static int k_cachestat(struct pc_backend *b, struct pc_bfile *f, uint64_t off, u
 		       unsigned int flags, struct pc_cachestat *out)
 {
 	(void)b;
+	fs_check(f);
+	if (f->fs_blind_cachestat)
+		return -EOPNOTSUPP; /* as on hugetlbfs: cachestat cannot answer */
 	return pc_sys_cachestat(f->fd, off, len, flags, out);
 }
 
@@ -239,9 +281,21 @@ static int k_nowait_mode(struct pc_backend *b, struct pc_bfile *f)
 	(void)b;
 	if (fstat(f->fd, &st) < 0)
 		return pc_neg_errno();
-	mode = pc_nowait_cached(st.st_dev);
-	if (mode >= 0)
-		return mode;
+	/* A block device's page cache is its own, not that of the filesystem
+	 * holding its node (devtmpfs answers EOPNOTSUPP; the device does not),
+	 * and there is nowhere to write a scratch file on it: unknown. */
+	if (S_ISBLK(st.st_mode))
+		return PC_NOWAIT_UNKNOWN;
+	{
+		long fstype;
+		dev_t dev;
+
+		if (pc_fs_key(f->fd, &dev, &fstype) < 0)
+			return PC_NOWAIT_UNKNOWN;
+		mode = pc_nowait_cached(dev, fstype);
+		if (mode >= 0)
+			return mode;
+	}
 	/* Detect in the file's own directory, when its name still leads there. */
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", f->fd);
 	len = readlink(link, path, sizeof(path) - 1);
@@ -259,8 +313,10 @@ static int k_nowait_mode(struct pc_backend *b, struct pc_bfile *f)
 	if (fstat(dirfd, &st) == 0) {
 		struct stat fst;
 
+		/* scratch file only: reading a cold page of someone else's
+		 * file would perturb the cache the caller did not let us touch */
 		if (fstat(f->fd, &fst) == 0 && fst.st_dev == st.st_dev)
-			mode = pc_detect_nowait(dirfd);
+			mode = pc_nowait_for_dir(dirfd, 0);
 		else
 			mode = PC_NOWAIT_UNKNOWN; /* renamed across filesystems */
 	}
@@ -387,6 +443,14 @@ static int k_find_cold_page(struct pc_backend *b, int dirfd, struct pc_bfile **o
 
 		if (de->d_type != DT_REG && de->d_type != DT_UNKNOWN)
 			continue;
+		if (de->d_type == DT_UNKNOWN) {
+			struct stat lst;
+
+			/* never open a device node or FIFO to find out */
+			if (fstatat(dirfd, de->d_name, &lst, AT_SYMLINK_NOFOLLOW) < 0 ||
+			    !S_ISREG(lst.st_mode))
+				continue;
+		}
 		fd = openat(dirfd, de->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 		if (fd < 0)
 			continue;

@@ -112,6 +112,9 @@ struct pc_backend {
 int pc_detect_mincore_on(struct pc_backend *b);
 int pc_detect_cachestat_on(struct pc_backend *b);
 int pc_detect_nowait_on(struct pc_backend *b, int dirfd);
+/* The same; without may_use_cold_page only the scratch file is tried, and
+ * nothing of anyone else's is read (pc_residency() without perturbation). */
+int pc_detect_nowait_on_dir(struct pc_backend *b, int dirfd, int may_use_cold_page);
 
 enum pc_verdict {
 	PC_VERDICT_TRUTHFUL,   /* mincore tells this caller the truth about the file */
@@ -130,8 +133,12 @@ int pc_residency_on(struct pc_backend *b, struct pc_bfile *f, uint64_t offset,
 
 /* ---- the real kernel ----------------------------------------------------- */
 
+/* The key NOWAIT results are remembered by: device and filesystem type. */
+int pc_fs_key(int fd, dev_t *dev, long *fstype);
 /* The NOWAIT mode remembered for a filesystem, or -ENOENT. */
-int pc_nowait_cached(dev_t dev);
+int pc_nowait_cached(dev_t dev, long fstype);
+/* pc_detect_nowait(), with or without the cold-page fallback. */
+int pc_nowait_for_dir(int dirfd, int may_use_cold_page);
 
 /* 1 if an io_uring RWF_NOWAIT read works in this process, else 0. */
 int pc_kernel_io_uring_works(void);

@@ -5,9 +5,12 @@
  * process on the real kernel.
  */
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "backend.h"
@@ -191,6 +194,19 @@ static int probe_one(struct pc_backend *b, struct pc_bfile *f, uint64_t page)
 	return n == 1 ? hit : -EIO;
 }
 
+/* Whether page of f is in the cache (even while still being read),
+ * asked without reading it: cachestat. 1, 0, or -1 when it does not answer
+ * (absent, blocked, or gated on a file that is not ours). */
+static int present(struct pc_backend *b, struct pc_bfile *f, uint64_t page)
+{
+	uint64_t ps = (uint64_t)b->ops->page_size(b);
+	struct pc_cachestat cs;
+
+	if (b->ops->cachestat(b, f, page * ps, ps, 0, &cs) < 0)
+		return -1;
+	return cs.cache > 0;
+}
+
 /*
  * Whether page of our own scratch file is out of the cache, asked without
  * reading it: cachestat (we own the file, so no gate applies), else mincore
@@ -198,13 +214,12 @@ static int probe_one(struct pc_backend *b, struct pc_bfile *f, uint64_t page)
  */
 static int confirm_cold(struct pc_backend *b, struct pc_bfile *f, uint64_t page)
 {
-	uint64_t ps = (uint64_t)b->ops->page_size(b);
-	struct pc_cachestat cs;
 	struct pc_modes m;
 	unsigned char v;
+	int in = present(b, f, page);
 
-	if (b->ops->cachestat(b, f, page * ps, ps, 0, &cs) == 0)
-		return cs.cache == 0;
+	if (in >= 0)
+		return !in;
 	if (b->ops->modes(b, &m) == 0 &&
 	    (m.mincore == PC_MINCORE_FULL || m.mincore == PC_MINCORE_GATED_FAKED ||
 	     m.mincore == PC_MINCORE_GATED_MAPPED) &&
@@ -232,9 +247,14 @@ static int nowait_watch(struct pc_backend *b, struct pc_bfile *f, uint64_t page,
 		return PC_NOWAIT_UNKNOWN;
 	if (hit)
 		return cold == 1 ? PC_NOWAIT_DESTRUCTIVE : -EAGAIN;
-	/* The readahead a miss starts completes asynchronously: watch ~100 ms.
+	/* The readahead a miss starts puts the page in the cache at once and
+	 * reads it asynchronously: cachestat (which counts pages still being
+	 * read) sees it right away where it answers us; the probes see it only
+	 * once the read completes, which a busy disk can delay: watch ~100 ms.
 	 * On a clean kernel the repeated misses change nothing either. */
 	for (int i = 0; i < 20; i++) {
+		if (present(b, f, page) == 1)
+			return PC_NOWAIT_DESTRUCTIVE;
 		b->ops->pause_ms(b, 5);
 		hit = probe_one(b, f, page);
 		if (hit < 0)
@@ -281,7 +301,7 @@ static int nowait_scratch(struct pc_backend *b, struct pc_bfile *f)
 	return PC_NOWAIT_UNKNOWN;
 }
 
-int pc_detect_nowait_on(struct pc_backend *b, int dirfd)
+int pc_detect_nowait_on_dir(struct pc_backend *b, int dirfd, int may_use_cold_page)
 {
 	struct pc_bfile *f;
 	uint64_t page;
@@ -293,6 +313,8 @@ int pc_detect_nowait_on(struct pc_backend *b, int dirfd)
 		b->ops->close(b, f);
 		return ret;
 	}
+	if (!may_use_cold_page)
+		return PC_NOWAIT_UNKNOWN;
 	/* Read-only or foreign directory: one cold page of a file we can see. */
 	ret = b->ops->find_cold_page(b, dirfd, &f, &page);
 	if (ret < 0)
@@ -303,68 +325,112 @@ int pc_detect_nowait_on(struct pc_backend *b, int dirfd)
 	return ret < 0 ? PC_NOWAIT_UNKNOWN : ret;
 }
 
-/* ---- once per process on the real kernel --------------------------------- */
-
-static pthread_once_t mincore_once = PTHREAD_ONCE_INIT;
-static int mincore_mode;
-static pthread_once_t cachestat_once = PTHREAD_ONCE_INIT;
-static int cachestat_mode;
-
-static void detect_mincore_once(void)
+int pc_detect_nowait_on(struct pc_backend *b, int dirfd)
 {
-	mincore_mode = pc_detect_mincore_on(pc_kernel_backend());
+	return pc_detect_nowait_on_dir(b, dirfd, 1);
 }
 
-static void detect_cachestat_once(void)
+/* ---- once per process on the real kernel --------------------------------- */
+
+/*
+ * Facts are cached once found. An error (-ENOMEM, -EMFILE ...) is returned
+ * but not cached, so a later call tries again; two threads asking first may
+ * both detect, side-effect free, and find the same answer.
+ */
+#define PC_NOT_DETECTED INT_MIN
+
+static atomic_int mincore_mode = PC_NOT_DETECTED;
+static atomic_int cachestat_mode = PC_NOT_DETECTED;
+static atomic_int io_uring_works = PC_NOT_DETECTED;
+
+static int detect_cached(atomic_int *cache, int (*detect)(struct pc_backend *b))
 {
-	cachestat_mode = pc_detect_cachestat_on(pc_kernel_backend());
+	int mode = atomic_load_explicit(cache, memory_order_acquire);
+
+	if (mode != PC_NOT_DETECTED)
+		return mode;
+	mode = detect(pc_kernel_backend());
+	if (mode >= 0)
+		atomic_store_explicit(cache, mode, memory_order_release);
+	return mode;
 }
 
 PC_EXPORT int pc_detect_mincore(void)
 {
-	pthread_once(&mincore_once, detect_mincore_once);
-	return mincore_mode;
+	return detect_cached(&mincore_mode, pc_detect_mincore_on);
 }
 
 PC_EXPORT int pc_detect_cachestat(void)
 {
-	pthread_once(&cachestat_once, detect_cachestat_once);
-	return cachestat_mode;
+	return detect_cached(&cachestat_mode, pc_detect_cachestat_on);
 }
 
-/* NOWAIT results per filesystem, keyed by st_dev. Filesystems are few; the
- * table is bounded and a full table just means detecting again. */
+/* io_uring: a ring, and a 1-byte RWF_NOWAIT read of the system file's first
+ * page (cached: we run from it) must complete with data or -EAGAIN. */
+static int detect_io_uring(struct pc_backend *b)
+{
+	(void)b;
+	return pc_kernel_io_uring_works();
+}
+
+PC_EXPORT int pc_detect_io_uring(void)
+{
+	return detect_cached(&io_uring_works, detect_io_uring);
+}
+
+/* NOWAIT results per filesystem, keyed by st_dev and the filesystem's type
+ * (in-memory filesystems reuse device numbers after an unmount, so a new
+ * mount of another kind must not inherit the old answer). Filesystems are few; the
+ * table is bounded and a full table just means detecting again. Detection
+ * itself is serialized, so that threads asking about the same filesystem
+ * at once write one scratch file, not one each. */
 #define PC_NOWAIT_SLOTS 64
 
 static pthread_mutex_t nowait_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t nowait_detect_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
 	dev_t dev;
+	long fstype;
 	int mode;
 } nowait_table[PC_NOWAIT_SLOTS];
 static unsigned int nowait_used;
 
-int pc_nowait_cached(dev_t dev)
+/* The filesystem key of an open fd: 0, or -errno. */
+int pc_fs_key(int fd, dev_t *dev, long *fstype)
+{
+	struct statfs sfs;
+	struct stat st;
+
+	if (fstat(fd, &st) < 0 || fstatfs(fd, &sfs) < 0)
+		return pc_neg_errno();
+	*dev = st.st_dev;
+	*fstype = (long)sfs.f_type;
+	return 0;
+}
+
+int pc_nowait_cached(dev_t dev, long fstype)
 {
 	int mode = -ENOENT;
 
 	pthread_mutex_lock(&nowait_lock);
 	for (unsigned int i = 0; i < nowait_used; i++)
-		if (nowait_table[i].dev == dev)
+		if (nowait_table[i].dev == dev && nowait_table[i].fstype == fstype)
 			mode = nowait_table[i].mode;
 	pthread_mutex_unlock(&nowait_lock);
 	return mode;
 }
 
-static void nowait_remember(dev_t dev, int mode)
+static void nowait_remember(dev_t dev, long fstype, int mode)
 {
 	pthread_mutex_lock(&nowait_lock);
 	if (nowait_used < PC_NOWAIT_SLOTS) {
 		unsigned int i;
 
 		for (i = 0; i < nowait_used; i++)
-			if (nowait_table[i].dev == dev)
+			if (nowait_table[i].dev == dev && nowait_table[i].fstype == fstype)
 				break;
 		nowait_table[i].dev = dev;
+		nowait_table[i].fstype = fstype;
 		nowait_table[i].mode = mode;
 		if (i == nowait_used)
 			nowait_used++;
@@ -372,9 +438,10 @@ static void nowait_remember(dev_t dev, int mode)
 	pthread_mutex_unlock(&nowait_lock);
 }
 
-PC_EXPORT int pc_detect_nowait(int dirfd)
+int pc_nowait_for_dir(int dirfd, int may_use_cold_page)
 {
-	struct stat st;
+	long fstype;
+	dev_t dev;
 	int fd, mode;
 
 	if (dirfd < 0 && dirfd != AT_FDCWD)
@@ -382,34 +449,25 @@ PC_EXPORT int pc_detect_nowait(int dirfd)
 	fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return pc_neg_errno();
-	if (fstat(fd, &st) < 0) {
-		mode = pc_neg_errno();
+	mode = pc_fs_key(fd, &dev, &fstype);
+	if (mode < 0) {
 		close(fd);
 		return mode;
 	}
-	mode = pc_nowait_cached(st.st_dev);
+	pthread_mutex_lock(&nowait_detect_lock);
+	mode = pc_nowait_cached(dev, fstype);
 	if (mode < 0)
-		mode = pc_detect_nowait_on(pc_kernel_backend(), fd);
-	close(fd);
+		mode = pc_detect_nowait_on_dir(pc_kernel_backend(), fd, may_use_cold_page);
 	/* UNKNOWN may be this directory's fault (read-only, full): another
 	 * directory of the same filesystem may do better next time. */
 	if (mode > PC_NOWAIT_UNKNOWN)
-		nowait_remember(st.st_dev, mode);
+		nowait_remember(dev, fstype, mode);
+	pthread_mutex_unlock(&nowait_detect_lock);
+	close(fd);
 	return mode;
 }
 
-/* io_uring: a ring, and a 1-byte RWF_NOWAIT read of the system file's first
- * page (cached: we run from it) must complete with data or -EAGAIN. */
-static pthread_once_t io_uring_once = PTHREAD_ONCE_INIT;
-static int io_uring_works;
-
-static void detect_io_uring_once(void)
+PC_EXPORT int pc_detect_nowait(int dirfd)
 {
-	io_uring_works = pc_kernel_io_uring_works();
-}
-
-PC_EXPORT int pc_detect_io_uring(void)
-{
-	pthread_once(&io_uring_once, detect_io_uring_once);
-	return io_uring_works;
+	return pc_nowait_for_dir(dirfd, 1);
 }

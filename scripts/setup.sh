@@ -20,6 +20,7 @@ PC_PACKAGES=(
 	libtsan2                             # tsan stage: gcc's ThreadSanitizer runtime
 	acl e2fsprogs util-linux             # setfacl, chattr, mount, setpriv in tests
 	vmtouch                              # cross-checking residency by hand
+	groff-base mandoc                    # man page checks: groff -ww, mandoc -Tlint
 )
 
 PC_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

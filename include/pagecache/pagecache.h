@@ -53,6 +53,8 @@ struct pc_cachestat {
  * Returns 0, -ENOSYS where the kernel (or valgrind) lacks cachestat, -EPERM
  * where the kernel's permission gate (6.14+) or a seccomp/LSM filter denies it,
  * -EBADF (also for O_PATH fds), -EOPNOTSUPP (hugetlbfs), -EINVAL.
+ * On overlayfs it counts the overlay inode's own mapping, which stays
+ * empty (the pages are the upper or lower file's): 0 cached.
  * @since 0.1
  */
 int pc_cachestat(int fd, uint64_t offset, uint64_t length, struct pc_cachestat *out);
@@ -60,15 +62,18 @@ int pc_cachestat(int fd, uint64_t offset, uint64_t length, struct pc_cachestat *
 /* ---- the kernel's mincore gate -------------------------------------------- */
 
 /**
- * pc_can_do_mincore() - predict whether mincore(2) tells the calling thread
- * the truth about @fd's pages.
+ * pc_can_do_mincore() - predict whether the kernel's mincore(2) gate lets
+ * the calling thread see the residency of @fd's pages.
  *
  * Follows the kernel's can_do_mincore() rules with the calling thread's
  * filesystem credentials: the owner (fsuid, through the mount's idmap), a
  * holder of CAP_FOWNER, or anyone with write permission passes; a read-only
  * superblock denies write permission, a read-only bind mount does not.
  * On kernels whose mincore has no gate (pc_detect_mincore() == PC_MINCORE_FULL)
- * it returns 1 for every file.
+ * it returns 1 for every file. Where mincore shows no file's page cache to
+ * anyone (PC_MINCORE_MAPPED_ONLY, PC_MINCORE_USELESS) it still answers the
+ * gate's rule, and 1 does not mean that mincore tells the truth there.
+ * The first call runs pc_detect_mincore().
  *
  * The gate looks at the file, its mount and the thread's credentials, not
  * at how @fd was opened: a descriptor open for writing does not open it
@@ -82,15 +87,19 @@ int pc_cachestat(int fd, uint64_t offset, uint64_t length, struct pc_cachestat *
  * This is a prediction: FUSE, NFS, overlayfs and LSMs can decide otherwise.
  * pc_residency() probes the kernel and never relies on it alone.
  * Returns 1 (residency visible), 0 (the kernel hides it), -EBADF, -EINVAL,
- * or another -errno.
+ * -ENOSYS (no faccessat2, before Linux 5.8, for a file the caller neither
+ * owns nor holds CAP_FOWNER over), or another -errno.
  * @since 0.1
  */
 int pc_can_do_mincore(int fd);
 
 /**
  * pc_evict() - drop @length bytes of @fd from @offset out of the page cache
- * (POSIX_FADV_DONTNEED). @length 0 means to the end of the file. Dirty pages
- * and pages mapped by any process stay. Returns 0 or -errno.
+ * (POSIX_FADV_DONTNEED). @length 0 means to the end of the file. Dirty pages,
+ * pages mapped by any process, large folios the range covers only in part
+ * (ext4 caches in folios of up to 2 MiB) and tmpfs pages stay. Dropped pages
+ * leave no shadow entries. Returns 0 or -errno (-EINVAL when @offset or
+ * @length exceeds INT64_MAX).
  * @since 0.1
  */
 int pc_evict(int fd, uint64_t offset, uint64_t length);
@@ -120,15 +129,17 @@ enum pc_cachestat_mode {
 	PC_CACHESTAT_UNKNOWN = 0, /* could not find out */
 	PC_CACHESTAT_ABSENT,      /* ENOSYS: before 6.5, or valgrind */
 	PC_CACHESTAT_BLOCKED,     /* a seccomp or LSM filter refuses it outright */
-	PC_CACHESTAT_GATED,       /* 6.14+: writers, owners and CAP_FOWNER only */
+	PC_CACHESTAT_GATED,       /* 6.14+: fds open for writing, owners, CAP_FOWNER, writers */
 	PC_CACHESTAT_OPEN,        /* 6.5..6.13 unpatched: anyone who can open the file */
 };
 
 /**
  * pc_detect_mincore() - the mincore semantics this kernel applies to
  * unprivileged users (enum pc_mincore_mode), probed side-effect free from a
- * helper thread that called setfsuid(65534) when the caller is privileged.
- * Detected once per process. Returns the mode or -errno.
+ * helper thread that called setfsuid(65534) when the caller may do that.
+ * Uses a memfd and maps the C library; touches no disk. Detected once per
+ * process: a mode, once found, is kept; an error is not, and a later call
+ * tries again. Returns the mode or -errno.
  * @since 0.1
  */
 int pc_detect_mincore(void);
@@ -139,8 +150,11 @@ int pc_detect_mincore(void);
  * Writes nothing but an unlinked O_TMPFILE there when the directory is
  * writable; otherwise it may use one non-resident page of a readable file in
  * that directory whose residency the caller can see (that page may end up
- * cached); otherwise PC_NOWAIT_UNKNOWN. Cached per filesystem (st_dev).
- * Returns the mode or -errno.
+ * cached); otherwise PC_NOWAIT_UNKNOWN. Cached per filesystem (st_dev),
+ * except UNKNOWN; threads asking at once wait for one detection. Takes up
+ * to a few hundred milliseconds the first time.
+ * Returns the mode or -errno (-EBADF for a negative @dirfd other than
+ * AT_FDCWD, -ENOTDIR).
  * @since 0.1
  */
 int pc_detect_nowait(int dirfd);
@@ -148,7 +162,7 @@ int pc_detect_nowait(int dirfd);
 /**
  * pc_detect_cachestat() - who may call cachestat(2) here; enum
  * pc_cachestat_mode. Side-effect free (invalid-flag probes). Detected once
- * per process. Returns the mode or -errno.
+ * per process (errors are not kept). Returns the mode or -errno.
  * @since 0.1
  */
 int pc_detect_cachestat(void);
@@ -213,11 +227,13 @@ struct pc_residency;
  * other types give -EINVAL (a FIFO is never read).
  *
  * The answer is labelled: PC_QUALITY_EXACT when the kernel told the truth
- * (mincore whose beyond-EOF probe reads 0, cachestat, or a side-effect-free
- * RWF_NOWAIT probe), PC_QUALITY_UNKNOWN when the kernel hides the file from
- * the caller (resident 0, no bitmap). Where mincore hides a file but
- * cachestat answers the caller (kernels 6.5..6.13 without the cachestat
- * gate, or an fd open for writing), the bitmap comes from cachestat alone.
+ * (mincore whose beyond-EOF probe reads 0, cachestat, or RWF_NOWAIT probes),
+ * PC_QUALITY_UNKNOWN when the kernel hides the file from the caller and no
+ * acceptable probe exists (resident 0, no bitmap). An empty range (at or
+ * past EOF) is EXACT with 0 pages and PC_SOURCE_NONE. Where mincore hides a
+ * file but cachestat answers the caller (kernels 6.5..6.13 without the
+ * cachestat gate, or an fd open for writing), the bitmap comes from
+ * cachestat alone.
  * With PC_RES_ALLOW_PERTURB a hidden file is probed with RWF_NOWAIT reads
  * from its last page to its first on a private file description with
  * POSIX_FADV_RANDOM; on kernels where a miss starts readahead this caches
@@ -225,10 +241,21 @@ struct pc_residency;
  * sample: the read a miss starts can finish before the probe looks again
  * (seen under CPU load, and always for holes of sparse files), and then
  * that page reads as resident, which it is by then.
+ * Without PC_RES_ALLOW_PERTURB probes run only where RWF_NOWAIT is clean;
+ * finding that out (once per filesystem, with pc_detect_nowait() in the
+ * file's directory) writes an unlinked O_TMPFILE there, and nothing else:
+ * no page of any other file is read.
+ * On overlayfs the answer comes from mincore, which sees the upper or
+ * lower file's pages (cachestat counts the overlay's own mapping, which
+ * stays empty). hugetlbfs files are UNKNOWN for everyone: no primitive
+ * sees their pages. Block devices are probed with RWF_NOWAIT only with
+ * PC_RES_ALLOW_PERTURB (their NOWAIT behaviour is not detected).
  * Never faults a page in. Memory: one bit per page plus a fixed window.
- * A bitmap needs @fd open for reading (mincore maps it); counts do not.
- * Returns 0 and *@out, or -errno (-EINVAL for unknown flags,
- * -EOPNOTSUPP when a forced source cannot give a truthful answer).
+ * mincore needs @fd open for reading; an O_WRONLY fd is answered by
+ * cachestat where the kernel allows it (bitmap too); an O_PATH fd gives
+ * -EBADF. Returns 0 and *@out, or -errno (-EINVAL for unknown flags or more
+ * than one PC_RES_FORCE_* flag, -EOPNOTSUPP when a forced source cannot
+ * give a truthful answer).
  * @since 0.1
  */
 int pc_residency(int fd, uint64_t offset, uint64_t length, unsigned int flags,
@@ -238,9 +265,12 @@ int pc_residency(int fd, uint64_t offset, uint64_t length, unsigned int flags,
  * pc_residency_mem() - residency of the caller's own mapping at @addr (page
  * aligned) for @length bytes, as mincore(2) shows it. Anonymous memory and
  * files the caller may see are EXACT; a file mapping the kernel hides is
- * PC_QUALITY_MAPPED on gated-mapped kernels (a lower bound) and UNKNOWN where
- * the kernel fakes the answer. Pages are counted from addr's page (first
- * page 0). Accepts PC_RES_COUNT_ONLY; other flags give -EINVAL.
+ * PC_QUALITY_MAPPED on gated-mapped and mapped-only kernels (a lower bound)
+ * and UNKNOWN where the kernel fakes the answer; on mapped-only kernels
+ * anonymous memory is MAPPED too. The quality is the weakest over the
+ * mappings the range meets. Pages are counted from addr's page (first
+ * page 0). Accepts PC_RES_COUNT_ONLY; other flags give -EINVAL. -ENOMEM
+ * when part of the range is not mapped.
  * @since 0.1
  */
 int pc_residency_mem(const void *addr, size_t length, unsigned int flags,
@@ -267,7 +297,8 @@ uint64_t pc_residency_file_size(const struct pc_residency *r);
 /**
  * pc_residency_test() - whether file page @page is resident: 1 or 0;
  * -ENODATA when the result has no bitmap (count-only or unknown), -ERANGE
- * when @page is outside first_page .. first_page + npages - 1.
+ * when @page is outside first_page .. first_page + npages - 1 (checked
+ * first), -EINVAL for a NULL @r.
  * @since 0.1
  */
 int pc_residency_test(const struct pc_residency *r, uint64_t page);
@@ -282,7 +313,8 @@ struct pc_run {
  * pc_residency_next_run() - the first run of resident pages that starts at
  * or after file page @from. Iterate with
  *   for (p = first; pc_residency_next_run(r, p, &run) > 0; p = run.page + run.npages)
- * Returns 1 and *@run, 0 when there are no more runs, -ENODATA without bitmap.
+ * Returns 1 and *@run, 0 when there are no more runs, -ENODATA without bitmap,
+ * -EINVAL for a NULL @r or @run.
  * @since 0.1
  */
 int pc_residency_next_run(const struct pc_residency *r, uint64_t from, struct pc_run *run);
@@ -329,6 +361,284 @@ int pc_prober_source(const struct pc_prober *p);
 
 /** pc_prober_free() - free a prober; NULL is allowed. @since 0.1 */
 void pc_prober_free(struct pc_prober *p);
+
+/* ---- snapshots ------------------------------------------------------------ */
+
+/*
+ * A snapshot records which pages of which files were resident, so that they
+ * can be brought back later (pc_warm()), here or on another machine. The
+ * format is in doc/snapshot-format.md: a versioned header, one record per
+ * file (its path relative to a root, identity, quality and resident runs),
+ * a CRC32C per record and an end record with totals. Writers and readers
+ * stream: memory stays bounded (about 260 KiB to write, 200 KiB to read)
+ * whatever the snapshot's size.
+ */
+
+/** The snapshot format version this library writes and reads. */
+#define PC_SNAPSHOT_FORMAT_VERSION 1
+/** Longest relative path (and root) a snapshot holds, in bytes. */
+#define PC_SNAPSHOT_PATH_MAX 4095
+
+/** What a snapshot's header records. Options block: set @size first. */
+struct pc_snapshot_info {
+	size_t size;              /* sizeof(struct pc_snapshot_info) */
+	const char *root;         /* absolute path the file paths are relative to; NULL: none */
+	int64_t capture_time_ns;  /* CLOCK_REALTIME, ns since the epoch; 0: now */
+	uint32_t page_size;       /* page size of the runs; 0: pc_page_size() */
+	int mincore_mode;         /* pc_detect_mincore() at capture (0: unknown) */
+	int cachestat_mode;       /* pc_detect_cachestat() at capture */
+	int nowait_mode;          /* pc_detect_nowait() on the root's filesystem */
+};
+
+/**
+ * One file of a snapshot. Passed to the writer (set @size first) and handed
+ * out by the reader (owned by the reader, valid until its next
+ * pc_snapshot_next_file()).
+ */
+struct pc_snapshot_file {
+	size_t size;              /* sizeof(struct pc_snapshot_file) */
+	const char *path;         /* reader: relative to the root; any bytes but NUL */
+	uint64_t file_size;       /* st_size at capture, bytes */
+	int64_t mtime_ns;         /* st_mtim at capture, ns since the epoch */
+	uint64_t dev;             /* st_dev at capture: same-machine identity only */
+	uint64_t ino;             /* st_ino at capture */
+	int quality;              /* enum pc_quality: UNKNOWN files have no runs */
+	uint64_t nruns;           /* reader: runs that follow */
+	uint64_t npages;          /* reader: resident pages in those runs */
+};
+
+struct pc_snapshot_writer;
+struct pc_snapshot_reader;
+
+/**
+ * pc_snapshot_writer_new() - a writer that streams a snapshot to @fd (a file,
+ * a pipe, a socket) from its current position; the header is written now.
+ * @info may be NULL (no root, now, this page size, modes unknown); a root
+ * must be absolute. @fd stays the caller's: never closed, never fsynced.
+ * A writer that is freed unfinished leaves a snapshot without its end
+ * record, which readers reject as truncated. A writer is used by one thread
+ * at a time. Returns 0 or -errno (-EINVAL for a bad @info).
+ * @since 0.1
+ */
+int pc_snapshot_writer_new(int fd, const struct pc_snapshot_info *info,
+			   struct pc_snapshot_writer **out);
+
+/**
+ * pc_snapshot_writer_new_at() - an atomic writer for @path (relative to
+ * @dirfd, or absolute): it writes an unnamed temporary file in @path's
+ * directory (O_TMPFILE, or a hidden ".name.XXXXXX" file where O_TMPFILE is
+ * not supported) created with @mode (umask applies);
+ * pc_snapshot_writer_finish() fsyncs it and renames it over @path, then
+ * fsyncs the directory. A writer that fails or is freed unfinished leaves
+ * no file behind and @path as it was, except when only that last fsync of
+ * the directory fails: @path then names the new snapshot already.
+ * Returns 0 or -errno.
+ * @since 0.1
+ */
+int pc_snapshot_writer_new_at(int dirfd, const char *path, mode_t mode,
+			      const struct pc_snapshot_info *info,
+			      struct pc_snapshot_writer **out);
+
+/**
+ * pc_snapshot_write_file() - append one file: @relpath (see
+ * pc_snapshot_path_check()), @meta's file_size, mtime_ns, dev and ino (its
+ * quality, nruns and npages are ignored) and the resident runs of @r. The
+ * quality comes from @r: an UNKNOWN result (or @r NULL: the file could not
+ * be scanned) is recorded as unknown with no runs, never as resident. A
+ * PC_RES_COUNT_ONLY result will do when none or all of its pages are
+ * resident; otherwise it gives -ENODATA (scan again with the bitmap).
+ * @r's page numbers are in pc_page_size() pages: a writer declared with
+ * another page size gives -EINVAL (pc_snapshot_write_runs() takes runs in
+ * the writer's unit). Scan the whole file (pages @r does not cover are
+ * recorded as not resident).
+ * Records are written out as they fill (64 KiB of runs per record).
+ * Returns 0 or -errno: -EINVAL for a bad path, -ENAMETOOLONG past
+ * PC_SNAPSHOT_PATH_MAX, a write error. An argument error writes nothing
+ * and leaves the writer usable; a write error is sticky: every later call
+ * of this writer returns it again.
+ * @since 0.1
+ */
+int pc_snapshot_write_file(struct pc_snapshot_writer *w, const char *relpath,
+			   const struct pc_snapshot_file *meta, const struct pc_residency *r);
+
+/**
+ * pc_snapshot_write_runs() - like pc_snapshot_write_file() with the runs
+ * given as an array (file page numbers, ascending, not overlapping, each
+ * npages > 0) and the quality taken from @meta->quality (PC_QUALITY_UNKNOWN
+ * needs @n == 0). For converters and tools that build runs themselves.
+ * Returns 0 or -errno (-EINVAL for bad runs).
+ * @since 0.1
+ */
+int pc_snapshot_write_runs(struct pc_snapshot_writer *w, const char *relpath,
+			   const struct pc_snapshot_file *meta, const struct pc_run *runs,
+			   size_t n);
+
+/**
+ * pc_snapshot_writer_finish() - write the end record (totals) and flush;
+ * for an atomic writer also fsync and rename into place. Call once; the
+ * writer must still be freed. Returns 0 or -errno (the first error any
+ * call of this writer met).
+ * @since 0.1
+ */
+int pc_snapshot_writer_finish(struct pc_snapshot_writer *w);
+
+/**
+ * pc_snapshot_writer_free() - free a writer; an atomic writer that did not
+ * finish removes its temporary file. NULL is allowed.
+ * @since 0.1
+ */
+void pc_snapshot_writer_free(struct pc_snapshot_writer *w);
+
+/**
+ * pc_snapshot_reader_new() - a reader of the snapshot at @fd's current
+ * position (a file or a pipe: it only calls read(2), never seeks). Reads
+ * nothing yet. The input is untrusted: every length is bounded before use
+ * and every record's checksum is verified before anything in it is handed
+ * out. A reader is used by one thread at a time; @fd stays the caller's.
+ * Returns 0 or -errno.
+ * @since 0.1
+ */
+int pc_snapshot_reader_new(int fd, struct pc_snapshot_reader **out);
+
+/** pc_snapshot_reader_free() - free a reader; NULL is allowed. @since 0.1 */
+void pc_snapshot_reader_free(struct pc_snapshot_reader *rd);
+
+/**
+ * pc_snapshot_read_header() - read and check the magic, version and header
+ * record. The header accessors below answer after it returned 0;
+ * pc_snapshot_next_file() calls it when nobody did. Returns 0, -EBADMSG
+ * (not a snapshot, corrupt, truncated), -EPROTONOSUPPORT (a format version
+ * this library does not know), or a read error.
+ * @since 0.1
+ */
+int pc_snapshot_read_header(struct pc_snapshot_reader *rd);
+
+/**
+ * pc_snapshot_next_file() - the next file of the snapshot: 1 and *@file
+ * (owned by the reader, valid until the next call), 0 at the end (the end
+ * record was read, its totals matched and nothing follows it), or -errno.
+ * Runs of the previous file that were not read are read and checked now.
+ * Paths are handed out as recorded: check them with pc_snapshot_path_check()
+ * before opening anything.
+ * @since 0.1
+ */
+int pc_snapshot_next_file(struct pc_snapshot_reader *rd, const struct pc_snapshot_file **file);
+
+/**
+ * pc_snapshot_next_run() - the next resident run of the current file, in the
+ * snapshot's page size (pc_snapshot_reader_page_size()), ascending: 1 and
+ * *@run, 0 after the file's last run (its counts checked), or -errno. Runs
+ * are decoded one record at a time, never all at once.
+ * @since 0.1
+ */
+int pc_snapshot_next_run(struct pc_snapshot_reader *rd, struct pc_run *run);
+
+/**
+ * pc_snapshot_reader_error(), pc_snapshot_reader_error_offset() - the first
+ * error the reader met: a message ("checksum mismatch in a file record", ...)
+ * or NULL when there was none, and the byte offset in the stream (from
+ * where the reader started) at which it was found. Errors are sticky: every
+ * later call returns the same -errno.
+ * @since 0.1
+ */
+const char *pc_snapshot_reader_error(const struct pc_snapshot_reader *rd);
+uint64_t pc_snapshot_reader_error_offset(const struct pc_snapshot_reader *rd);
+
+/**
+ * pc_snapshot_reader_version(), pc_snapshot_reader_page_size(),
+ * pc_snapshot_reader_capture_time(), pc_snapshot_reader_mincore_mode(),
+ * pc_snapshot_reader_cachestat_mode(), pc_snapshot_reader_nowait_mode() -
+ * the header's format version, page size of the runs in bytes, capture time
+ * (CLOCK_REALTIME ns) and the capturing machine's detected modes. Valid
+ * after pc_snapshot_read_header() returned 0 (0 before, and when it failed).
+ * Modes are the raw recorded values (a newer writer may record values this
+ * library has no name for). @since 0.1
+ */
+int pc_snapshot_reader_version(const struct pc_snapshot_reader *rd);
+uint32_t pc_snapshot_reader_page_size(const struct pc_snapshot_reader *rd);
+int64_t pc_snapshot_reader_capture_time(const struct pc_snapshot_reader *rd);
+int pc_snapshot_reader_mincore_mode(const struct pc_snapshot_reader *rd);
+int pc_snapshot_reader_cachestat_mode(const struct pc_snapshot_reader *rd);
+int pc_snapshot_reader_nowait_mode(const struct pc_snapshot_reader *rd);
+/** The root recorded at capture ("" when none; NULL before the header). @since 0.1 */
+const char *pc_snapshot_reader_root(const struct pc_snapshot_reader *rd);
+/** Who wrote it, e.g. "libpagecache 0.1.0" (NULL before the header). @since 0.1 */
+const char *pc_snapshot_reader_generator(const struct pc_snapshot_reader *rd);
+
+/**
+ * pc_snapshot_path_check() - whether @relpath is safe to open beneath a
+ * root: not empty, not absolute, no ".." component, at most
+ * PC_SNAPSHOT_PATH_MAX bytes. Only a check of the string: open it with
+ * openat2(RESOLVE_BENEATH) all the same, since symlinks inside the root can
+ * still point out of it. Returns 0, -EINVAL or -ENAMETOOLONG.
+ * @since 0.1
+ */
+int pc_snapshot_path_check(const char *relpath);
+
+/* ---- warming: bringing recorded pages back -------------------------------- */
+
+/** How pc_warm() reads. */
+enum pc_warm_strategy {
+	PC_WARM_DEFAULT = 0,      /* the fastest measured here: PC_WARM_READAHEAD */
+	PC_WARM_READAHEAD,        /* readahead(2) (WILLNEED where refused), per chunk */
+	PC_WARM_IO_URING,         /* io_uring reads, bounded queue depth */
+};
+
+/** pc_warm() options. Options block: set @size first, zero what you skip. */
+struct pc_warm_opts {
+	size_t size;              /* sizeof(struct pc_warm_opts) */
+	int strategy;             /* enum pc_warm_strategy */
+	unsigned int queue_depth; /* io_uring reads in flight, 1..256; 0: 8 */
+	uint64_t chunk_bytes;     /* bytes per readahead step or read; 0: 2 MiB,
+				     at most 64 MiB (a readahead step larger
+				     than 8 MiB goes out as several calls) */
+	uint64_t max_bytes;       /* budget of bytes to read; 0: no limit */
+	void (*progress)(uint64_t bytes_done, void *arg); /* after each call or read */
+	void *progress_arg;
+	const volatile int *cancel; /* set non-zero (any thread) to stop: -ECANCELED */
+};
+
+/** What pc_warm() did, in pages. Set @size first. */
+struct pc_warm_stats {
+	size_t size;              /* sizeof(struct pc_warm_stats) */
+	uint64_t pages_wanted;    /* pages in the runs taken (all, unless stopped) */
+	uint64_t pages_beyond_eof;/* of those, past the file's current end: skipped */
+	uint64_t pages_resident;  /* of those, already resident: skipped */
+	uint64_t pages_read;      /* of those, read (or readahead asked for) */
+	int budget_exhausted;     /* 1 when max_bytes stopped it before the end */
+	int quality;              /* enum pc_quality of the residency check; UNKNOWN:
+				     the kernel hides it, every page was read */
+};
+
+/**
+ * pc_warm() - bring the @n runs (file page numbers in pc_page_size() pages,
+ * ascending, not overlapping) of @fd (a regular file or block device open for
+ * reading) back into the page cache. Runs are clamped to the file's current
+ * size; pages already resident are skipped (checked with pc_residency() a
+ * window at a time, right before reading). PC_WARM_READAHEAD returns once
+ * the reads are queued: the pages become resident as the I/O completes
+ * (poll pc_residency() to wait); PC_WARM_IO_URING returns after the reads
+ * completed. @opts may be NULL; @stats may be NULL.
+ * Thread-safe; @opts->cancel may be set from any thread.
+ * Returns the bytes read or queued (>= 0), or -errno: -EINVAL (bad runs or
+ * options, neither a regular file nor a block device), -EOPNOTSUPP
+ * (io_uring unavailable),
+ * -ECANCELED (@stats says how far it got), a read error.
+ * @since 0.1
+ */
+int64_t pc_warm(int fd, const struct pc_run *runs, size_t n, const struct pc_warm_opts *opts,
+		struct pc_warm_stats *stats);
+
+/**
+ * pc_warm_snapshot() - pc_warm() on the remaining runs of @rd's current file
+ * (after pc_snapshot_next_file()), converted from the snapshot's page size to
+ * this machine's. Runs beyond a stop (budget, cancel, error) stay unread;
+ * the next pc_snapshot_next_file() skips them. Returns as pc_warm(), or a
+ * reader error (-EBADMSG, see pc_snapshot_reader_error()).
+ * @since 0.1
+ */
+int64_t pc_warm_snapshot(int fd, struct pc_snapshot_reader *rd, const struct pc_warm_opts *opts,
+			 struct pc_warm_stats *stats);
 
 #ifdef __cplusplus
 }

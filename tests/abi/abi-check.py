@@ -13,6 +13,7 @@ Exit status: 0 pass, 1 fail, 77 skip (meson's convention). Lines
 """
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -234,6 +235,8 @@ def cmd_installed(args):
         fail("examples/cachestat.c was not given")
     else:
         check_cachestat_example(exes["cachestat"], staged(libdir), run_env)
+    if "sidechannel" in exes:
+        check_sidechannel_example(exes["sidechannel"], run_env)
     if FAILURES:
         raise SystemExit(1)
 
@@ -301,6 +304,22 @@ def check_cachestat_example(exe, libdir, run_env):
             check_line(lines[files[0o666]], "uid 65534", npages, "visible", True, False)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def check_sidechannel_example(exe, run_env):
+    """The model through the installed model.h: every cell as claimed."""
+    res = run([exe, "--json"], check=False, env=run_env)
+    if res.returncode != 0:
+        fail(f"sidechannel exited {res.returncode}")
+        return
+    try:
+        table = json.loads(res.stdout)
+    except ValueError as e:
+        fail(f"sidechannel --json printed no JSON: {e}")
+        return
+    cells = [c for row in table.get("rows", []) for c in row["cells"]]
+    if table.get("ok") is not True or not cells or any(c["got"] != c["expected"] for c in cells):
+        fail("sidechannel: a cell differs from its claim")
 
 
 def main():

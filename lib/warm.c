@@ -1,0 +1,509 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pc_warm(): bring recorded runs of a file back into the page cache.
+ * Runs are taken in batches that span at most a window of the file; each
+ * batch's residency is checked right before it is read, so only the holes
+ * (wanted, not resident) are read. Holes go out as readahead(2) calls of at
+ * most a chunk each (one call brings at most ~8 MiB: KERNEL.md section 7)
+ * or as io_uring reads at a bounded queue depth into one scratch buffer
+ * (the data is not wanted, only its trip through the page cache).
+ */
+#include <fcntl.h>
+#include <liburing.h>
+#include <stdio.h>
+#include <linux/fs.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "opts.h"
+#include "pc-private.h"
+
+#define PC_WARM_BATCH_RUNS 1024
+#define PC_WARM_WINDOW_BYTES (UINT64_C(1) << 30) /* residency checked 1 GiB at a time */
+#define PC_WARM_DEFAULT_CHUNK (UINT64_C(2) << 20)
+#define PC_WARM_MAX_CHUNK (UINT64_C(64) << 20)
+#define PC_WARM_DEFAULT_DEPTH 8
+#define PC_WARM_MAX_DEPTH 256
+
+/* A source of runs: 1 and a run, 0 at the end, or -errno. */
+struct warm_source {
+	int (*next)(struct warm_source *src, struct pc_run *run);
+	const struct pc_run *runs;
+	size_t n, i;
+	struct pc_snapshot_reader *rd;
+	uint64_t snap_ps, ps;
+	struct pc_run pending;   /* a converted run not yet handed out */
+	int has_pending;
+};
+
+struct warm {
+	int fd;
+	uint64_t ps;
+	uint64_t size;           /* bytes, at the start */
+	uint64_t eof_page;       /* first page past the end */
+	uint64_t window;         /* pages */
+	struct pc_warm_opts o;
+	struct pc_warm_stats st;
+	uint64_t budget;         /* bytes left; UINT64_MAX: no limit */
+	uint64_t done;           /* bytes read or queued */
+	int hidden;              /* the kernel hides residency: read everything */
+	int use_fadvise;         /* readahead(2) refused this file */
+	/* the batch */
+	struct pc_run batch[PC_WARM_BATCH_RUNS];
+	size_t nbatch;
+	struct pc_run carry;     /* the rest of a run split at the window's end */
+	int has_carry;
+	uint64_t prev_end;
+	/* io_uring */
+	struct io_uring ring;
+	int ring_ready;
+	int read_fd;             /* a private description with readahead off, or fd */
+	void *buf;
+	unsigned int inflight;
+	int io_err;
+};
+
+static int cancelled(const struct warm *w)
+{
+	return w->o.cancel && __atomic_load_n(w->o.cancel, __ATOMIC_RELAXED);
+}
+
+static void progress(struct warm *w)
+{
+	if (w->o.progress)
+		w->o.progress(w->done, w->o.progress_arg);
+}
+
+/* Bytes of the file in pages [page, page + n). */
+static uint64_t span_bytes(const struct warm *w, uint64_t page, uint64_t n)
+{
+	uint64_t start = page * w->ps, end = (page + n) * w->ps;
+
+	return (end < w->size ? end : w->size) - start;
+}
+
+/* One readahead(2) or WILLNEED call reads at most ~8 MiB (the larger of
+ * read_ahead_kb and max_sectors_kb; KERNEL.md section 7): larger spans go
+ * out as several calls, or their tails would silently stay on disk. */
+#define PC_WARM_READAHEAD_CALL_MAX (UINT64_C(8) << 20)
+
+static int readahead_call(struct warm *w, uint64_t off, uint64_t len)
+{
+	if (!w->use_fadvise) {
+		if (readahead(w->fd, (off64_t)off, (size_t)len) == 0)
+			return 0;
+		if (errno != EINVAL)
+			return pc_neg_errno();
+		w->use_fadvise = 1;
+	}
+	return -posix_fadvise(w->fd, (off_t)off, (off_t)len, POSIX_FADV_WILLNEED);
+}
+
+static int readahead_span(struct warm *w, uint64_t page, uint64_t n)
+{
+	uint64_t off = page * w->ps, len = span_bytes(w, page, n);
+
+	while (len) {
+		uint64_t step = len < PC_WARM_READAHEAD_CALL_MAX ? len : PC_WARM_READAHEAD_CALL_MAX;
+		int ret = readahead_call(w, off, step);
+
+		if (ret < 0)
+			return ret;
+		off += step;
+		len -= step;
+	}
+	return 0;
+}
+
+/* Reap one completion (waiting for it when wait is set): 1, 0 if none. */
+static int uring_reap(struct warm *w, int wait)
+{
+	struct io_uring_cqe *cqe;
+	int ret = wait ? io_uring_wait_cqe(&w->ring, &cqe) : io_uring_peek_cqe(&w->ring, &cqe);
+
+	if (ret == -EAGAIN && !wait)
+		return 0;
+	if (ret == -EINTR)
+		return 0;
+	if (ret < 0)
+		return ret;
+	if (cqe->res < 0 && !w->io_err)
+		w->io_err = cqe->res;
+	else if (cqe->res > 0)
+		w->done += (uint64_t)cqe->res;
+	io_uring_cqe_seen(&w->ring, cqe);
+	w->inflight--;
+	return 1;
+}
+
+static int uring_drain(struct warm *w)
+{
+	while (w->inflight) {
+		int ret = uring_reap(w, 1);
+
+		if (ret < 0)
+			return ret;
+	}
+	return w->io_err;
+}
+
+static int uring_span(struct warm *w, uint64_t page, uint64_t n)
+{
+	struct io_uring_sqe *sqe;
+	int ret;
+
+	while (w->inflight >= w->o.queue_depth) {
+		ret = uring_reap(w, 1);
+		if (ret < 0)
+			return ret;
+		progress(w);
+	}
+	if (w->io_err)
+		return w->io_err;
+	if (cancelled(w)) /* perhaps set while we waited for a slot */
+		return -ECANCELED;
+	sqe = io_uring_get_sqe(&w->ring);
+	if (!sqe)
+		return -EBUSY; /* cannot happen: the ring holds queue_depth entries */
+	/* every read lands in the same buffer: only the page cache matters */
+	io_uring_prep_read(sqe, w->read_fd, w->buf, (unsigned int)span_bytes(w, page, n),
+			   page * w->ps);
+	ret = io_uring_submit(&w->ring);
+	if (ret < 0)
+		return ret;
+	w->inflight++;
+	while ((ret = uring_reap(w, 0)) > 0)
+		progress(w);
+	return ret;
+}
+
+/* Read the hole [page, page + n) in chunks, within the budget. */
+static int read_hole(struct warm *w, uint64_t page, uint64_t n)
+{
+	uint64_t chunk = w->o.chunk_bytes / w->ps;
+
+	while (n) {
+		uint64_t take = n < chunk ? n : chunk;
+		uint64_t bytes;
+		int ret;
+
+		if (cancelled(w))
+			return -ECANCELED;
+		bytes = span_bytes(w, page, take);
+		if (bytes > w->budget) {
+			take = w->budget / w->ps;
+			w->st.budget_exhausted = 1;
+			if (!take)
+				return 0;
+			bytes = span_bytes(w, page, take);
+		}
+		if (w->o.strategy == PC_WARM_IO_URING) {
+			ret = uring_span(w, page, take);
+		} else {
+			ret = readahead_span(w, page, take);
+			if (ret == 0)
+				w->done += bytes;
+		}
+		if (ret < 0)
+			return ret;
+		if (w->o.strategy != PC_WARM_IO_URING)
+			progress(w);
+		if (w->budget != UINT64_MAX)
+			w->budget -= bytes;
+		w->st.pages_read += take;
+		page += take;
+		n -= take;
+		if (w->st.budget_exhausted)
+			return 0;
+	}
+	return 0;
+}
+
+/* One batch: check residency over its span, then read the holes. */
+static int warm_batch(struct warm *w)
+{
+	struct pc_residency *r = NULL;
+	uint64_t first = w->batch[0].page;
+	uint64_t last = w->batch[w->nbatch - 1].page + w->batch[w->nbatch - 1].npages;
+	int ret = 0;
+
+	if (!w->hidden) {
+		ret = pc_residency(w->fd, first * w->ps, (last - first) * w->ps, 0, &r);
+		if (ret < 0)
+			return ret;
+		if (pc_residency_quality(r) == PC_QUALITY_UNKNOWN) {
+			w->hidden = 1;
+			w->st.quality = PC_QUALITY_UNKNOWN;
+			pc_residency_free(r);
+			r = NULL;
+		}
+	}
+	for (size_t i = 0; i < w->nbatch && !w->st.budget_exhausted; i++) {
+		uint64_t from = w->batch[i].page, end = from + w->batch[i].npages;
+
+		while (from < end && !w->st.budget_exhausted) {
+			struct pc_run res = { .page = end, .npages = 0 };
+
+			if (r) {
+				ret = pc_residency_next_run(r, from, &res);
+				if (ret < 0)
+					goto out;
+				if (ret == 0 || res.page > end)
+					res.page = end;
+			}
+			if (res.page > from) {
+				ret = read_hole(w, from, res.page - from);
+				if (ret < 0)
+					goto out;
+			}
+			if (res.page >= end)
+				break;
+			if (res.npages > end - res.page)
+				res.npages = end - res.page;
+			w->st.pages_resident += res.npages;
+			from = res.page + res.npages;
+		}
+	}
+	ret = 0;
+out:
+	pc_residency_free(r);
+	w->nbatch = 0;
+	return ret;
+}
+
+/* Take a run into the batch (clamped to the file, split at the window's
+ * end); warm the batch when it is full. */
+static int add_run(struct warm *w, struct pc_run run)
+{
+	int ret;
+
+	if (!run.npages || run.page < w->prev_end || run.npages > UINT64_MAX - run.page)
+		return -EINVAL;
+	w->prev_end = run.page + run.npages;
+	w->st.pages_wanted += run.npages;
+	if (run.page >= w->eof_page) {
+		w->st.pages_beyond_eof += run.npages;
+		return 0;
+	}
+	if (run.npages > w->eof_page - run.page) {
+		w->st.pages_beyond_eof += run.npages - (w->eof_page - run.page);
+		run.npages = w->eof_page - run.page;
+	}
+	while (run.npages) {
+		struct pc_run part = run;
+		uint64_t room;
+
+		/* a batch spans at most one window and holds at most BATCH runs */
+		if (w->nbatch && (run.page - w->batch[0].page >= w->window ||
+				  w->nbatch == PC_WARM_BATCH_RUNS)) {
+			ret = warm_batch(w);
+			if (ret < 0 || w->st.budget_exhausted)
+				return ret;
+		}
+		room = (w->nbatch ? w->batch[0].page : run.page) + w->window - run.page;
+		if (part.npages > room)
+			part.npages = room;
+		w->batch[w->nbatch++] = part;
+		run.page += part.npages;
+		run.npages -= part.npages;
+	}
+	return 0;
+}
+
+static int next_array_run(struct warm_source *src, struct pc_run *run)
+{
+	if (src->i >= src->n)
+		return 0;
+	*run = src->runs[src->i++];
+	return 1;
+}
+
+/* The snapshot's runs in this machine's pages: a run covers every page
+ * that holds any of its bytes; runs that meet after conversion merge. */
+static int next_snapshot_run(struct warm_source *src, struct pc_run *run)
+{
+	struct pc_run r;
+	int ret;
+
+	for (;;) {
+		uint64_t start, end;
+
+		ret = pc_snapshot_next_run(src->rd, &r);
+		if (ret < 0)
+			return ret;
+		if (ret == 0)
+			break;
+		/* the reader keeps page * page_size within int64_t */
+		start = r.page * src->snap_ps / src->ps;
+		end = pc_div_round_up((r.page + r.npages) * src->snap_ps, src->ps);
+		if (src->has_pending && start <= src->pending.page + src->pending.npages) {
+			src->pending.npages = end - src->pending.page;
+			continue;
+		}
+		if (src->has_pending) {
+			*run = src->pending;
+			src->pending = (struct pc_run){ start, end - start };
+			return 1;
+		}
+		src->pending = (struct pc_run){ start, end - start };
+		src->has_pending = 1;
+	}
+	if (!src->has_pending)
+		return 0;
+	*run = src->pending;
+	src->has_pending = 0;
+	return 1;
+}
+
+static int file_size(int fd, uint64_t *size)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return pc_neg_errno();
+	if (S_ISREG(st.st_mode)) {
+		*size = (uint64_t)st.st_size;
+		return 0;
+	}
+	if (S_ISBLK(st.st_mode))
+		return ioctl(fd, BLKGETSIZE64, size) < 0 ? pc_neg_errno() : 0;
+	return -EINVAL;
+}
+
+/*
+ * Reads on a file description with readahead on pull in neighbours of every
+ * hole; a private description with POSIX_FADV_RANDOM reads just the holes,
+ * and leaves the caller's description as it was. Without /proc, the
+ * caller's fd (and its readahead) it is.
+ */
+static int private_fd(int fd)
+{
+	char proc[64];
+	int priv;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	priv = open(proc, O_RDONLY | O_CLOEXEC | O_NOATIME);
+	if (priv < 0 && errno == EPERM)
+		priv = open(proc, O_RDONLY | O_CLOEXEC);
+	if (priv < 0)
+		return fd;
+	posix_fadvise(priv, 0, 0, POSIX_FADV_RANDOM);
+	return priv;
+}
+
+static int warm_setup(struct warm *w, int fd, const struct pc_warm_opts *opts)
+{
+	int ret = pc_opts_copy(&w->o, sizeof(w->o), opts, opts ? opts->size : 0);
+
+	if (ret < 0)
+		return ret;
+	w->ps = (uint64_t)pc_page_size();
+	w->st.size = sizeof(w->st);
+	w->st.quality = PC_QUALITY_EXACT;
+	if (w->o.strategy == PC_WARM_DEFAULT)
+		w->o.strategy = PC_WARM_READAHEAD;
+	if (w->o.strategy != PC_WARM_READAHEAD && w->o.strategy != PC_WARM_IO_URING)
+		return -EINVAL;
+	if (!w->o.queue_depth)
+		w->o.queue_depth = PC_WARM_DEFAULT_DEPTH;
+	if (!w->o.chunk_bytes)
+		w->o.chunk_bytes = PC_WARM_DEFAULT_CHUNK;
+	if (w->o.queue_depth > PC_WARM_MAX_DEPTH || w->o.chunk_bytes > PC_WARM_MAX_CHUNK)
+		return -EINVAL;
+	w->o.chunk_bytes = pc_div_round_up(w->o.chunk_bytes, w->ps) * w->ps;
+	w->budget = w->o.max_bytes ? w->o.max_bytes : UINT64_MAX;
+	w->window = PC_WARM_WINDOW_BYTES / w->ps;
+	ret = file_size(fd, &w->size);
+	if (ret < 0)
+		return ret;
+	w->eof_page = pc_div_round_up(w->size, w->ps);
+	if (w->o.strategy == PC_WARM_IO_URING) {
+		if (pc_detect_io_uring() != 1)
+			return -EOPNOTSUPP;
+		w->buf = malloc((size_t)w->o.chunk_bytes);
+		if (!w->buf)
+			return -ENOMEM;
+		w->read_fd = private_fd(fd);
+		ret = io_uring_queue_init(w->o.queue_depth, &w->ring, 0);
+		if (ret == -ENOSYS || ret == -EPERM)
+			return -EOPNOTSUPP;
+		if (ret < 0)
+			return ret;
+		w->ring_ready = 1;
+	}
+	return 0;
+}
+
+static int64_t warm_run(int fd, struct warm_source *src, const struct pc_warm_opts *opts,
+			struct pc_warm_stats *stats)
+{
+	struct warm *w = calloc(1, sizeof(*w));
+	struct pc_run run;
+	int64_t done;
+	int ret;
+
+	if (!w)
+		return -ENOMEM;
+	w->fd = fd;
+	w->read_fd = fd;
+	ret = warm_setup(w, fd, opts);
+	while (ret == 0 && !w->st.budget_exhausted) {
+		if (cancelled(w)) {
+			ret = -ECANCELED;
+			break;
+		}
+		ret = src->next(src, &run);
+		if (ret <= 0)
+			break;
+		ret = add_run(w, run);
+	}
+	if (ret == 0 && w->nbatch && !w->st.budget_exhausted)
+		ret = warm_batch(w);
+	if (w->ring_ready) {
+		int drained = uring_drain(w);
+
+		if (ret == 0)
+			ret = drained;
+		io_uring_queue_exit(&w->ring);
+		progress(w);
+	}
+	pc_opts_out(stats, &w->st, sizeof(w->st));
+	if (w->read_fd != fd)
+		close(w->read_fd);
+	free(w->buf);
+	done = (int64_t)w->done;
+	free(w);
+	return ret < 0 ? ret : done;
+}
+
+PC_EXPORT int64_t pc_warm(int fd, const struct pc_run *runs, size_t n,
+			  const struct pc_warm_opts *opts, struct pc_warm_stats *stats)
+{
+	struct warm_source src = { .next = next_array_run, .runs = runs, .n = n };
+	uint64_t end = 0;
+
+	if (n && !runs)
+		return -EINVAL;
+	/* all of them checked before anything is read */
+	for (size_t i = 0; i < n; i++) {
+		if (!runs[i].npages || runs[i].page < end ||
+		    runs[i].npages > UINT64_MAX - runs[i].page)
+			return -EINVAL;
+		end = runs[i].page + runs[i].npages;
+	}
+	return warm_run(fd, &src, opts, stats);
+}
+
+PC_EXPORT int64_t pc_warm_snapshot(int fd, struct pc_snapshot_reader *rd,
+				   const struct pc_warm_opts *opts, struct pc_warm_stats *stats)
+{
+	struct warm_source src = { .next = next_snapshot_run, .rd = rd };
+
+	if (!rd || !pc_snapshot_reader_page_size(rd))
+		return -EINVAL;
+	src.snap_ps = pc_snapshot_reader_page_size(rd);
+	src.ps = (uint64_t)pc_page_size();
+	return warm_run(fd, &src, opts, stats);
+}

@@ -1,0 +1,505 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pc_warm() on real files in the scratch directory: evict, warm chosen runs
+ * with each strategy, then mincore shows the runs resident and pages in
+ * other 2 MiB regions (out of reach of folios and readahead) still out.
+ * Also: resident pages are not read again, the budget and cancellation
+ * stop early, runs past a shrunk file are clamped, and snapshot runs in
+ * another page size are converted.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pagecache/pagecache.h"
+#include "pc-private.h"
+#include "pc-test.h"
+
+#define SETTLE_MS 5000
+#define FILE_PAGES 8192 /* 32 MiB with 4 KiB pages: sixteen 2 MiB regions */
+
+static uint64_t ps(void)
+{
+	return (uint64_t)pc_page_size();
+}
+
+/* Pages of FILE_PAGES in 2 MiB regions that no run below touches. */
+static const uint64_t far_pages[] = { 600, 1700, 3000, 4500, 5000, 6100, 8000 };
+/* Runs in regions 0, 2, 5 and 13 (4 KiB pages). */
+static const struct pc_run runs[] = { { 10, 3 }, { 1100, 1 }, { 2600, 40 }, { 7000, 96 } };
+#define RUN_PAGES (3 + 1 + 40 + 96)
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+static int all_resident(const unsigned char *vec, const struct pc_run *r, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		for (uint64_t p = r[i].page; p < r[i].page + r[i].npages; p++)
+			if (!(vec[p] & 1))
+				return 0;
+	return 1;
+}
+
+/* Poll mincore until every page of the runs is resident (readahead returns
+ * before the I/O lands); returns the last vector. */
+static unsigned char *wait_resident(const char *path, const struct pc_run *r, size_t n)
+{
+	unsigned char *vec = NULL;
+
+	for (int waited = 0; waited <= SETTLE_MS; waited += 10) {
+		free(vec);
+		pc_test_mincore(path, &vec);
+		if (all_resident(vec, r, n))
+			return vec;
+		sleep_ms(10);
+	}
+	ck_abort_msg("the warmed runs were not resident within %d ms", SETTLE_MS);
+	return vec;
+}
+
+static void assert_far_pages_out(const unsigned char *vec)
+{
+	for (size_t i = 0; i < PC_ARRAY_SIZE(far_pages); i++)
+		ck_assert_msg(!(vec[far_pages[i]] & 1), "far page %llu resident",
+			      (unsigned long long)far_pages[i]);
+}
+
+static int io_uring_missing(const char *name)
+{
+	if (pc_detect_io_uring() == 1)
+		return 0;
+	pc_test_skip(name, "io_uring is unavailable here");
+	return 1;
+}
+
+static struct pc_warm_opts opts_for(int strategy)
+{
+	return (struct pc_warm_opts){ .size = sizeof(struct pc_warm_opts), .strategy = strategy };
+}
+
+static void warm_brings_back_runs_only(const char *name, int strategy)
+{
+	struct pc_warm_opts o = opts_for(strategy);
+	struct pc_warm_stats st = { .size = sizeof(st) };
+	const char *f = pc_test_make_file(name, FILE_PAGES, 0644, -1, -1);
+	unsigned char *vec;
+	int fd = open(f, O_RDONLY | O_CLOEXEC);
+
+	ck_assert_int_ge(fd, 0);
+	pc_test_set_pattern(f, NULL, 0);
+	ck_assert_int_eq(pc_warm(fd, runs, PC_ARRAY_SIZE(runs), &o, &st), RUN_PAGES * ps());
+	ck_assert_uint_eq(st.pages_wanted, RUN_PAGES);
+	ck_assert_uint_eq(st.pages_read, RUN_PAGES);
+	ck_assert_uint_eq(st.pages_resident, 0);
+	ck_assert_uint_eq(st.pages_beyond_eof, 0);
+	ck_assert_int_eq(st.budget_exhausted, 0);
+	ck_assert_int_eq(st.quality, PC_QUALITY_EXACT);
+	vec = wait_resident(f, runs, PC_ARRAY_SIZE(runs));
+	assert_far_pages_out(vec);
+	free(vec);
+	close(fd);
+}
+
+START_TEST(readahead_brings_back_the_runs_only)
+{
+	warm_brings_back_runs_only("readahead", PC_WARM_READAHEAD);
+}
+END_TEST
+
+START_TEST(io_uring_brings_back_the_runs_only)
+{
+	if (io_uring_missing("warm with io_uring"))
+		return;
+	warm_brings_back_runs_only("io-uring", PC_WARM_IO_URING);
+}
+END_TEST
+
+START_TEST(default_strategy_and_null_opts_work)
+{
+	const char *f = pc_test_make_file("default", FILE_PAGES, 0644, -1, -1);
+	unsigned char *vec;
+	int fd = open(f, O_RDONLY | O_CLOEXEC);
+
+	ck_assert_int_ge(fd, 0);
+	pc_test_set_pattern(f, NULL, 0);
+	ck_assert_int_eq(pc_warm(fd, runs, PC_ARRAY_SIZE(runs), NULL, NULL), RUN_PAGES * ps());
+	vec = wait_resident(f, runs, PC_ARRAY_SIZE(runs));
+	assert_far_pages_out(vec);
+	free(vec);
+	close(fd);
+}
+END_TEST
+
+static void resident_pages_not_read_again(const char *name, int strategy)
+{
+	/* pages 10, 11 and 2620 are resident already; 12 and the rest are not */
+	static const uint64_t cached[] = { 10, 11, 2620 };
+	struct pc_warm_opts o = opts_for(strategy);
+	struct pc_warm_stats st = { .size = sizeof(st) };
+	const char *f = pc_test_make_file(name, FILE_PAGES, 0644, -1, -1);
+	unsigned char *vec;
+	int fd = open(f, O_RDONLY | O_CLOEXEC);
+
+	ck_assert_int_ge(fd, 0);
+	pc_test_set_pattern(f, cached, PC_ARRAY_SIZE(cached));
+	ck_assert_int_eq(pc_warm(fd, runs, PC_ARRAY_SIZE(runs), &o, &st),
+			 (RUN_PAGES - 3) * ps());
+	ck_assert_uint_eq(st.pages_resident, 3);
+	ck_assert_uint_eq(st.pages_read, RUN_PAGES - 3);
+	vec = wait_resident(f, runs, PC_ARRAY_SIZE(runs));
+	free(vec);
+	/* and a second warm right after reads nothing */
+	ck_assert_int_eq(pc_warm(fd, runs, PC_ARRAY_SIZE(runs), &o, &st), 0);
+	ck_assert_uint_eq(st.pages_read, 0);
+	ck_assert_uint_eq(st.pages_resident, RUN_PAGES);
+	close(fd);
+}
+
+START_TEST(readahead_skips_resident_pages)
+{
+	resident_pages_not_read_again("skip-readahead", PC_WARM_READAHEAD);
+}
+END_TEST
+
+START_TEST(io_uring_skips_resident_pages)
+{
+	if (io_uring_missing("io_uring skips resident pages"))
+		return;
+	resident_pages_not_read_again("skip-io-uring", PC_WARM_IO_URING);
+}
+END_TEST
+
+static void budget_stops_early(const char *name, int strategy)
+{
+	/* 40.5 pages of budget: the first run (3), the second (1), 36 of the third */
+	struct pc_warm_opts o = opts_for(strategy);
+	struct pc_warm_stats st = { .size = sizeof(st) };
+	const struct pc_run got[] = { { 10, 3 }, { 1100, 1 }, { 2600, 36 } };
+	const char *f = pc_test_make_file(name, FILE_PAGES, 0644, -1, -1);
+	unsigned char *vec;
+	int fd = open(f, O_RDONLY | O_CLOEXEC);
+
+	ck_assert_int_ge(fd, 0);
+	pc_test_set_pattern(f, NULL, 0);
+	o.max_bytes = 40 * ps() + ps() / 2; /* a partial page is not read */
+	ck_assert_int_eq(pc_warm(fd, runs, PC_ARRAY_SIZE(runs), &o, &st), 40 * ps());
+	ck_assert_int_eq(st.budget_exhausted, 1);
+	ck_assert_uint_eq(st.pages_read, 40);
+	vec = wait_resident(f, got, PC_ARRAY_SIZE(got));
+	ck_assert(!(vec[2600 + 36] & 1));
+	ck_assert(!(vec[7000] & 1));
+	ck_assert(!(vec[7095] & 1));
+	assert_far_pages_out(vec);
+	free(vec);
+	close(fd);
+}
+
+START_TEST(readahead_budget_stops_early)
+{
+	budget_stops_early("budget-readahead", PC_WARM_READAHEAD);
+}
+END_TEST
+
+START_TEST(io_uring_budget_stops_early)
+{
+	if (io_uring_missing("io_uring budget"))
+		return;
+	budget_stops_early("budget-io-uring", PC_WARM_IO_URING);
+}
+END_TEST
+
+/* ---- cancellation from another thread ---------------------------------------- */
+
+struct cancel_ctx {
+	sem_t first_progress, go_on;
+	int calls;
+	int fd;
+	int strategy;
+	volatile int cancel;
+	int64_t ret;
+	struct pc_warm_stats st;
+	struct pc_run many[64];
+};
+
+static void block_on_first_progress(uint64_t bytes_done, void *arg)
+{
+	struct cancel_ctx *c = arg;
+
+	if (c->calls++ == 0) {
+		sem_post(&c->first_progress);
+		sem_wait(&c->go_on);
+	}
+}
+
+static void *warm_thread(void *arg)
+{
+	struct cancel_ctx *c = arg;
+	struct pc_warm_opts o = opts_for(c->strategy);
+
+	o.queue_depth = 1;
+	o.progress = block_on_first_progress;
+	o.progress_arg = c;
+	o.cancel = &c->cancel;
+	c->st.size = sizeof(c->st);
+	c->ret = pc_warm(c->fd, c->many, PC_ARRAY_SIZE(c->many), &o, &c->st);
+	return NULL;
+}
+
+static void cancel_from_another_thread(const char *name, int strategy)
+{
+	const char *f = pc_test_make_file(name, FILE_PAGES, 0644, -1, -1);
+	struct cancel_ctx *c = calloc(1, sizeof(*c));
+	unsigned char *vec;
+	pthread_t t;
+
+	ck_assert_ptr_nonnull(c);
+	/* not page 0: valgrind reads the head of every file that is mapped */
+	for (size_t i = 0; i < PC_ARRAY_SIZE(c->many); i++)
+		c->many[i] = (struct pc_run){ 64 + i * 128, 1 };
+	c->strategy = strategy;
+	c->fd = open(f, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(c->fd, 0);
+	pc_test_set_pattern(f, NULL, 0);
+	sem_init(&c->first_progress, 0, 0);
+	sem_init(&c->go_on, 0, 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, warm_thread, c), 0);
+	sem_wait(&c->first_progress);
+	__atomic_store_n(&c->cancel, 1, __ATOMIC_RELAXED);
+	sem_post(&c->go_on);
+	pthread_join(t, NULL);
+	ck_assert_int_eq(c->ret, -ECANCELED);
+	/* one read (queue depth 1) was done when the flag went up */
+	ck_assert_uint_eq(c->st.pages_read, 1);
+	vec = wait_resident(f, c->many, 1);
+	for (size_t i = 1; i < PC_ARRAY_SIZE(c->many); i++)
+		ck_assert_msg(!(vec[c->many[i].page] & 1), "page %llu read after the cancel",
+			      (unsigned long long)c->many[i].page);
+	free(vec);
+	sem_destroy(&c->first_progress);
+	sem_destroy(&c->go_on);
+	close(c->fd);
+	free(c);
+}
+
+START_TEST(readahead_cancel_from_another_thread)
+{
+	cancel_from_another_thread("cancel-readahead", PC_WARM_READAHEAD);
+}
+END_TEST
+
+START_TEST(io_uring_cancel_from_another_thread)
+{
+	if (io_uring_missing("io_uring cancel"))
+		return;
+	cancel_from_another_thread("cancel-io-uring", PC_WARM_IO_URING);
+}
+END_TEST
+
+START_TEST(cancel_set_before_start_reads_nothing)
+{
+	const char *f = pc_test_make_file("cancel-early", 64, 0644, -1, -1);
+	struct pc_warm_opts o = opts_for(PC_WARM_DEFAULT);
+	struct pc_warm_stats st = { .size = sizeof(st) };
+	const int cancel = 1;
+	int fd = open(f, O_RDONLY | O_CLOEXEC);
+
+	ck_assert_int_ge(fd, 0);
+	o.cancel = &cancel;
+	ck_assert_int_eq(pc_warm(fd, runs, 1, &o, &st), -ECANCELED);
+	ck_assert_uint_eq(st.pages_read, 0);
+	close(fd);
+}
+END_TEST
+
+/* ---- clamping and conversion ------------------------------------------------- */
+
+START_TEST(runs_past_a_shrunk_file_are_clamped)
+{
+	const struct pc_run wanted[] = { { 10, 5 }, { 60, 10 }, { 100, 5 } };
+	const struct pc_run kept[] = { { 10, 5 }, { 60, 3 } };
+	const char *f = pc_test_make_file("shrunk", 128, 0644, -1, -1);
+	struct pc_warm_stats st = { .size = sizeof(st) };
+	unsigned char *vec;
+	int fd = open(f, O_RDWR | O_CLOEXEC);
+
+	ck_assert_int_ge(fd, 0);
+	/* 62.5 pages: page 62 holds the last half page */
+	ck_assert_int_eq(ftruncate(fd, (off_t)(62 * ps() + ps() / 2)), 0);
+	pc_test_set_pattern(f, NULL, 0);
+	ck_assert_int_eq(pc_warm(fd, wanted, PC_ARRAY_SIZE(wanted), NULL, &st),
+			 (5 + 2) * ps() + ps() / 2);
+	ck_assert_uint_eq(st.pages_wanted, 20);
+	ck_assert_uint_eq(st.pages_beyond_eof, 7 + 5);
+	ck_assert_uint_eq(st.pages_read, 8);
+	vec = wait_resident(f, kept, PC_ARRAY_SIZE(kept));
+	free(vec);
+	close(fd);
+}
+END_TEST
+
+START_TEST(snapshot_runs_are_converted_to_this_page_size)
+{
+	/* a snapshot in quarter pages: runs that share a page merge, partial
+	 * pages round outwards */
+	const uint64_t q = 4;
+	const struct pc_run snap_runs[] = { { 40 * q, 1 }, { 40 * q + 2, 1 }, { 2600 * q + 3, 2 },
+					    { 7000 * q, 8 * q } };
+	const struct pc_run local[] = { { 40, 1 }, { 2600, 2 }, { 7000, 8 } };
+	struct pc_snapshot_info info = { .size = sizeof(info), .page_size = (uint32_t)(ps() / q) };
+	struct pc_snapshot_file m = { .size = sizeof(m), .quality = PC_QUALITY_EXACT };
+	const char *f = pc_test_make_file("converted", FILE_PAGES, 0644, -1, -1);
+	struct pc_warm_stats st = { .size = sizeof(st) };
+	const struct pc_snapshot_file *file;
+	struct pc_snapshot_writer *w;
+	struct pc_snapshot_reader *rd;
+	unsigned char *vec;
+	int snap = memfd_create("snap", MFD_CLOEXEC), fd = open(f, O_RDONLY | O_CLOEXEC);
+
+	ck_assert_int_ge(snap, 0);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pc_snapshot_writer_new(snap, &info, &w), 0);
+	ck_assert_int_eq(pc_snapshot_write_runs(w, "converted", &m, snap_runs,
+						PC_ARRAY_SIZE(snap_runs)), 0);
+	ck_assert_int_eq(pc_snapshot_writer_finish(w), 0);
+	pc_snapshot_writer_free(w);
+	ck_assert_int_eq(lseek(snap, 0, SEEK_SET), 0);
+	ck_assert_int_eq(pc_snapshot_reader_new(snap, &rd), 0);
+	ck_assert_int_eq(pc_snapshot_next_file(rd, &file), 1);
+	pc_test_set_pattern(f, NULL, 0);
+	ck_assert_int_eq(pc_warm_snapshot(fd, rd, NULL, &st), 11 * ps());
+	ck_assert_uint_eq(st.pages_wanted, 11);
+	ck_assert_uint_eq(st.pages_read, 11);
+	ck_assert_int_eq(pc_snapshot_next_file(rd, &file), 0);
+	vec = wait_resident(f, local, PC_ARRAY_SIZE(local));
+	ck_assert(!(vec[39] & 1));
+	ck_assert(!(vec[41] & 1));
+	ck_assert(!(vec[2602] & 1));
+	assert_far_pages_out(vec);
+	free(vec);
+	pc_snapshot_reader_free(rd);
+	close(snap);
+	close(fd);
+}
+END_TEST
+
+START_TEST(bad_arguments_are_einval)
+{
+	const struct pc_run unsorted[] = { { 10, 5 }, { 12, 1 } };
+	const struct pc_run empty[] = { { 10, 0 } };
+	const char *f = pc_test_make_file("args", 16, 0644, -1, -1);
+	struct pc_warm_opts o = opts_for(PC_WARM_DEFAULT);
+	unsigned char grown[sizeof(struct pc_warm_opts) + 8] = { 0 };
+	int fd = open(f, O_RDONLY | O_CLOEXEC), pipefd[2];
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pc_warm(fd, unsorted, 2, NULL, NULL), -EINVAL);
+	ck_assert_int_eq(pc_warm(fd, empty, 1, NULL, NULL), -EINVAL);
+	ck_assert_int_eq(pc_warm(fd, NULL, 1, NULL, NULL), -EINVAL);
+	ck_assert_int_eq(pc_warm(fd, NULL, 0, NULL, NULL), 0);
+	o.strategy = 99;
+	ck_assert_int_eq(pc_warm(fd, runs, 1, &o, NULL), -EINVAL);
+	o = opts_for(PC_WARM_IO_URING);
+	o.queue_depth = 100000;
+	ck_assert_int_eq(pc_warm(fd, runs, 1, &o, NULL), -EINVAL);
+	/* a newer caller's larger block: unknown fields must be zero */
+	o = opts_for(PC_WARM_DEFAULT);
+	memcpy(grown, &o, sizeof(o));
+	*(size_t *)grown = sizeof(grown);
+	ck_assert_int_eq(pc_warm(fd, NULL, 0, (struct pc_warm_opts *)grown, NULL), 0);
+	grown[sizeof(grown) - 1] = 1;
+	ck_assert_int_eq(pc_warm(fd, NULL, 0, (struct pc_warm_opts *)grown, NULL), -EINVAL);
+	/* not a file */
+	ck_assert_int_eq(pipe2(pipefd, O_CLOEXEC), 0);
+	ck_assert_int_eq(pc_warm(pipefd[0], runs, 1, NULL, NULL), -EINVAL);
+	ck_assert_int_eq(pc_warm(-1, runs, 1, NULL, NULL), -EBADF);
+	close(pipefd[0]);
+	close(pipefd[1]);
+	close(fd);
+}
+END_TEST
+
+/* As uid 65534 on a root-owned 0644 file the kernel hides residency:
+ * nothing can be skipped, so every page is read, and the stats say why. */
+static int warm_as_nobody(void *arg, void *buf, size_t bufsize)
+{
+	const char *path = arg;
+	struct pc_warm_stats st = { .size = sizeof(st) };
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int64_t ret;
+
+	if (fd < 0)
+		return -1;
+	ret = pc_warm(fd, runs, PC_ARRAY_SIZE(runs), NULL, &st);
+	close(fd);
+	if (bufsize >= sizeof(st))
+		memcpy(buf, &st, sizeof(st));
+	return ret == (int64_t)(RUN_PAGES * ps()) ? 0 : 1;
+}
+
+START_TEST(hidden_residency_reads_every_page)
+{
+	static const uint64_t cached[] = { 10, 11 };
+	const char *f = pc_test_make_file("hidden", FILE_PAGES, 0644, 0, 0);
+	struct pc_warm_stats st;
+	unsigned char *vec;
+
+	if (pc_detect_mincore() == PC_MINCORE_FULL) {
+		pc_test_skip("warm of a hidden file", "this kernel hides no file's residency");
+		return;
+	}
+	pc_test_set_pattern(f, cached, PC_ARRAY_SIZE(cached));
+	ck_assert_int_eq(pc_test_as_nobody(warm_as_nobody, (void *)f, &st, sizeof(st)), 0);
+	ck_assert_int_eq(st.quality, PC_QUALITY_UNKNOWN);
+	ck_assert_uint_eq(st.pages_resident, 0);
+	ck_assert_uint_eq(st.pages_read, RUN_PAGES);
+	vec = wait_resident(f, runs, PC_ARRAY_SIZE(runs));
+	free(vec);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("warm");
+	TCase *tc = tcase_create("warm");
+	SRunner *sr;
+	int failed;
+
+	if (!pc_test_is_root()) {
+		/* mincore tells the truth about every file only to root here */
+		printf("SKIP: test-warm needs root\n");
+		return 77;
+	}
+	tcase_add_test(tc, readahead_brings_back_the_runs_only);
+	tcase_add_test(tc, io_uring_brings_back_the_runs_only);
+	tcase_add_test(tc, default_strategy_and_null_opts_work);
+	tcase_add_test(tc, readahead_skips_resident_pages);
+	tcase_add_test(tc, io_uring_skips_resident_pages);
+	tcase_add_test(tc, readahead_budget_stops_early);
+	tcase_add_test(tc, io_uring_budget_stops_early);
+	tcase_add_test(tc, readahead_cancel_from_another_thread);
+	tcase_add_test(tc, io_uring_cancel_from_another_thread);
+	tcase_add_test(tc, cancel_set_before_start_reads_nothing);
+	tcase_add_test(tc, runs_past_a_shrunk_file_are_clamped);
+	tcase_add_test(tc, snapshot_runs_are_converted_to_this_page_size);
+	tcase_add_test(tc, bad_arguments_are_einval);
+	tcase_add_test(tc, hidden_residency_reads_every_page);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
