@@ -8,7 +8,9 @@
  * does it, but at the same time as the others): every thread must see the
  * answers its own credentials give, and keep its own fsuid, whatever the
  * library does for the other threads (its detector switches a helper
- * thread to 65534 too).
+ * thread to 65534 too). Every thread also reads one snapshot, written
+ * before they start, with a reader of its own, and writes a snapshot of
+ * its own file to a memfd and reads it back.
  *
  * Run in CI under ThreadSanitizer (scripts/test.sh, stage tsan) and once
  * by hand under helgrind.
@@ -51,6 +53,9 @@
 #define ITERATIONS 40
 #define ITERATIONS_VALGRIND 4
 #define ROUNDS 3
+#define CAPTURE_TIME INT64_C(1700000000123456789)
+/* a record of the shared snapshot with no file behind it */
+#define UNKNOWN_PATH "gone/unknown-file"
 
 static uint64_t ps;
 static int nofork;          /* Check runs every case in this one process */
@@ -122,6 +127,8 @@ struct shared {
 	pthread_barrier_t start;
 	struct pfile *root_0644, *root_0666;
 	int detect_fd;    /* scratch subdirectory everyone may write: O_TMPFILE there */
+	const char *snapshot;          /* written before the threads start */
+	struct pfile *recorded[NTHREADS + 2]; /* its files, in order (then UNKNOWN_PATH) */
 	int shm_fd;       /* /dev/shm, or -1 */
 	int iterations;
 	/* nobody threads detect first: root threads wait for them */
@@ -447,6 +454,205 @@ static void check_prober(struct worker *w, int iteration)
 	pc_prober_free(p);
 }
 
+/* ---- snapshots ---------------------------------------------------------------- */
+
+static const struct pc_snapshot_info snapshot_info = {
+	.size = sizeof(struct pc_snapshot_info),
+	.capture_time_ns = CAPTURE_TIME,
+	.mincore_mode = PC_MINCORE_GATED_FAKED,
+	.cachestat_mode = PC_CACHESTAT_GATED,
+	.nowait_mode = PC_NOWAIT_DESTRUCTIVE,
+};
+
+/* The pattern of f as runs; returns how many. */
+static size_t pattern_runs(const struct pfile *f, struct pc_run *runs)
+{
+	size_t n = 0;
+
+	for (uint64_t p = 0; p < FILE_PAGES; p++) {
+		if (!f->want[p])
+			continue;
+		if (n && runs[n - 1].page + runs[n - 1].npages == p) {
+			runs[n - 1].npages++;
+		} else {
+			runs[n].page = p;
+			runs[n].npages = 1;
+			n++;
+		}
+	}
+	return n;
+}
+
+/* Read runs of the current file and compare them with want[] (NULL: none
+ * expected). Returns NULL or why not. */
+static const char *read_runs_match(struct pc_snapshot_reader *rd, const unsigned char *want,
+				   char *why, size_t whylen)
+{
+	unsigned char got[FILE_PAGES] = { 0 };
+	struct pc_run run;
+	int ret;
+
+	while ((ret = pc_snapshot_next_run(rd, &run)) == 1) {
+		if (!want || run.page + run.npages > FILE_PAGES || run.npages == 0) {
+			snprintf(why, whylen, "unexpected run %llu+%llu",
+				 (unsigned long long)run.page, (unsigned long long)run.npages);
+			return why;
+		}
+		memset(got + run.page, 1, (size_t)run.npages);
+	}
+	if (ret < 0) {
+		snprintf(why, whylen, "pc_snapshot_next_run: %s (%s)", strerror(-ret),
+			 pc_snapshot_reader_error(rd) ? pc_snapshot_reader_error(rd) : "?");
+		return why;
+	}
+	for (int p = 0; want && p < FILE_PAGES; p++) {
+		if (got[p] != want[p]) {
+			snprintf(why, whylen, "page %d is %d in the snapshot, want %d", p, got[p],
+				 want[p]);
+			return why;
+		}
+	}
+	return NULL;
+}
+
+/* The shared snapshot, through a reader (and a file description) of this
+ * thread's own: header, every file's identity and runs, the end. */
+static void check_shared_snapshot(struct worker *w)
+{
+	const struct shared *sh = w->sh;
+	struct pc_snapshot_reader *rd = NULL;
+	const struct pc_snapshot_file *file;
+	char why[256];
+	int fd = open(sh->snapshot, O_RDONLY | O_CLOEXEC);
+	int ret, i;
+
+	if (fd < 0) {
+		hard_fail(w, "open %s: %s", sh->snapshot, strerror(errno));
+		return;
+	}
+	ret = pc_snapshot_reader_new(fd, &rd);
+	if (ret == 0)
+		ret = pc_snapshot_read_header(rd);
+	if (ret < 0) {
+		hard_fail(w, "snapshot header: %s", strerror(-ret));
+		goto out;
+	}
+	if (pc_snapshot_reader_version(rd) != PC_SNAPSHOT_FORMAT_VERSION ||
+	    pc_snapshot_reader_page_size(rd) != ps ||
+	    pc_snapshot_reader_capture_time(rd) != CAPTURE_TIME ||
+	    pc_snapshot_reader_mincore_mode(rd) != snapshot_info.mincore_mode ||
+	    pc_snapshot_reader_cachestat_mode(rd) != snapshot_info.cachestat_mode ||
+	    pc_snapshot_reader_nowait_mode(rd) != snapshot_info.nowait_mode ||
+	    !pc_snapshot_reader_root(rd) || strcmp(pc_snapshot_reader_root(rd), pc_test_dir()) != 0) {
+		hard_fail(w, "snapshot header: version %d page size %u root %s",
+			  pc_snapshot_reader_version(rd), pc_snapshot_reader_page_size(rd),
+			  pc_snapshot_reader_root(rd) ? pc_snapshot_reader_root(rd) : "(null)");
+		goto out;
+	}
+	for (i = 0; (ret = pc_snapshot_next_file(rd, &file)) == 1; i++) {
+		const struct pfile *f = i < NTHREADS + 2 ? sh->recorded[i] : NULL;
+		const char *name = f ? f->name : UNKNOWN_PATH;
+		struct stat st;
+
+		if (i > NTHREADS + 2 || strcmp(file->path, name) != 0) {
+			hard_fail(w, "snapshot file %d is %s, want %s", i, file->path,
+				  i > NTHREADS + 2 ? "the end" : name);
+			goto out;
+		}
+		if (!f) {
+			if (file->quality != PC_QUALITY_UNKNOWN || file->nruns || file->npages)
+				hard_fail(w, "snapshot %s: quality %d with %llu runs", name,
+					  file->quality, (unsigned long long)file->nruns);
+		} else if (fstat(f->fd, &st) < 0 || file->file_size != (uint64_t)st.st_size ||
+			   file->ino != (uint64_t)st.st_ino || file->dev != (uint64_t)st.st_dev ||
+			   file->quality != PC_QUALITY_EXACT || file->npages != f->npages) {
+			hard_fail(w, "snapshot %s: size %llu ino %llu quality %d, %llu pages",
+				  name, (unsigned long long)file->file_size,
+				  (unsigned long long)file->ino, file->quality,
+				  (unsigned long long)file->npages);
+		}
+		if (w->fail[0])
+			goto out;
+		if (read_runs_match(rd, f ? f->want : NULL, why, sizeof(why))) {
+			hard_fail(w, "snapshot %s: %s", name, why);
+			goto out;
+		}
+	}
+	if (ret < 0)
+		hard_fail(w, "pc_snapshot_next_file: %s (%s)", strerror(-ret),
+			  pc_snapshot_reader_error(rd) ? pc_snapshot_reader_error(rd) : "?");
+	else if (i != NTHREADS + 3)
+		hard_fail(w, "the snapshot ended after %d files, want %d", i, NTHREADS + 3);
+out:
+	pc_snapshot_reader_free(rd);
+	close(fd);
+}
+
+/* This thread's own file, scanned now, written to a snapshot in a memfd
+ * with a writer of its own and read back: the runs must be the scan's. */
+static void check_own_snapshot(struct worker *w)
+{
+	struct pc_snapshot_file meta = { .size = sizeof(meta) };
+	const struct pc_snapshot_file *file = NULL;
+	struct pc_snapshot_writer *wr = NULL;
+	struct pc_snapshot_reader *rd = NULL;
+	struct pc_residency *r = NULL;
+	unsigned char scanned[FILE_PAGES];
+	char why[256];
+	struct stat st;
+	int fd = memfd_create("threads-snapshot", MFD_CLOEXEC);
+	int ret;
+
+	if (fd < 0 || fstat(w->own->fd, &st) < 0) {
+		hard_fail(w, "memfd_create or fstat: %s", strerror(errno));
+		goto out;
+	}
+	ret = pc_residency(w->own->fd, 0, 0, 0, &r);
+	if (ret < 0) {
+		hard_fail(w, "pc_residency(%s): %s", w->own->name, strerror(-ret));
+		goto out;
+	}
+	for (uint64_t p = 0; p < FILE_PAGES; p++)
+		scanned[p] = pc_residency_test(r, p) == 1;
+	meta.file_size = (uint64_t)st.st_size;
+	meta.dev = (uint64_t)st.st_dev;
+	meta.ino = (uint64_t)st.st_ino;
+	ret = pc_snapshot_writer_new(fd, &snapshot_info, &wr);
+	if (ret == 0)
+		ret = pc_snapshot_write_file(wr, w->own->name, &meta, r);
+	if (ret == 0)
+		ret = pc_snapshot_writer_finish(wr);
+	if (ret < 0) {
+		hard_fail(w, "writing a snapshot of %s: %s", w->own->name, strerror(-ret));
+		goto out;
+	}
+	if (lseek(fd, 0, SEEK_SET) != 0) {
+		hard_fail(w, "lseek: %s", strerror(errno));
+		goto out;
+	}
+	ret = pc_snapshot_reader_new(fd, &rd);
+	if (ret == 0)
+		ret = pc_snapshot_next_file(rd, &file);
+	if (ret != 1 || strcmp(file->path, w->own->name) != 0 ||
+	    file->npages != pc_residency_resident(r)) {
+		hard_fail(w, "reading back the snapshot of %s: %d", w->own->name, ret);
+		goto out;
+	}
+	if (read_runs_match(rd, scanned, why, sizeof(why))) {
+		hard_fail(w, "reading back the snapshot of %s: %s", w->own->name, why);
+		goto out;
+	}
+	ret = pc_snapshot_next_file(rd, &file);
+	if (ret != 0)
+		hard_fail(w, "the snapshot of %s does not end after it: %d", w->own->name, ret);
+out:
+	pc_snapshot_reader_free(rd);
+	pc_snapshot_writer_free(wr);
+	pc_residency_free(r);
+	if (fd >= 0)
+		close(fd);
+}
+
 /* ---- the thread --------------------------------------------------------------- */
 
 static void check_credentials(struct worker *w, int iteration)
@@ -517,13 +723,8 @@ static void *worker_main(void *arg)
 		check_mem_file(w, sh->root_0644);
 		check_mem_file(w, w->own);
 		check_prober(w, it);
-		/*
-		 * SNAPSHOT READER: goes here once pc_snapshot_* lands (issue 7,
-		 * "Concurrency"). One snapshot of root_0644, root_0666 and the
-		 * own files, written by the main thread before the threads start;
-		 * each thread opens a reader of its own on it every iteration and
-		 * checks that it reads back the patterns, the same in every thread.
-		 */
+		check_shared_snapshot(w);
+		check_own_snapshot(w);
 		check_credentials(w, it);
 		w->iterations_done = it + 1;
 	}
@@ -575,6 +776,45 @@ static int open_shm(void)
 	return open("/dev/shm", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
+/* The snapshot every thread reads: the patterns of the shared and own
+ * files, and one file recorded as unknown. Written from the patterns, not
+ * from a scan, so that it does not depend on the page cache. */
+static void write_shared_snapshot(struct shared *sh, struct pfile **own)
+{
+	struct pc_snapshot_info info = snapshot_info;
+	struct pc_snapshot_writer *w = NULL;
+	struct pc_run runs[FILE_PAGES];
+
+	sh->snapshot = pc_test_path("threads.snap");
+	sh->recorded[0] = sh->root_0644;
+	sh->recorded[1] = sh->root_0666;
+	for (int i = 0; i < NTHREADS; i++)
+		sh->recorded[i + 2] = own[i];
+	info.root = pc_test_dir();
+	ck_assert_int_eq(pc_snapshot_writer_new_at(AT_FDCWD, sh->snapshot, 0644, &info, &w), 0);
+	for (int i = 0; i < NTHREADS + 2; i++) {
+		const struct pfile *f = sh->recorded[i];
+		struct pc_snapshot_file meta = { .size = sizeof(meta), .quality = PC_QUALITY_EXACT };
+		struct stat st;
+
+		ck_assert_int_eq(fstat(f->fd, &st), 0);
+		meta.file_size = (uint64_t)st.st_size;
+		meta.mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+		meta.dev = (uint64_t)st.st_dev;
+		meta.ino = (uint64_t)st.st_ino;
+		ck_assert_int_eq(pc_snapshot_write_runs(w, f->name, &meta, runs,
+							pattern_runs(f, runs)), 0);
+	}
+	{
+		struct pc_snapshot_file meta = { .size = sizeof(meta),
+						 .quality = PC_QUALITY_UNKNOWN };
+
+		ck_assert_int_eq(pc_snapshot_write_runs(w, UNKNOWN_PATH, &meta, NULL, 0), 0);
+	}
+	ck_assert_int_eq(pc_snapshot_writer_finish(w), 0);
+	pc_snapshot_writer_free(w);
+}
+
 static void run_threads(int nobody_first)
 {
 	const int root = pc_test_is_root();
@@ -618,6 +858,8 @@ static void run_threads(int nobody_first)
 			if ((p * 5 + (uint64_t)i) % 11 == 0)
 				pattern_add(own[i], p);
 	}
+
+	write_shared_snapshot(&sh, own);
 
 	for (round = 0; round < ROUNDS; round++) {
 		unsigned long mismatches = 0, hits = 0, misses = 0;
