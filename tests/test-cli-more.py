@@ -78,7 +78,8 @@ def library_detect(paths):
         if p.returncode == 0:
             return json.loads(p.stdout)
         ldd = subprocess.run(["ldd", sys.argv[2]], capture_output=True, text=True).stdout
-        runtime = [w for w in ldd.split() if "libasan" in w and w.startswith("/")]
+        runtime = [w for w in ldd.split()
+                   if ("libasan" in w or "libtsan" in w) and w.startswith("/")]
         if not runtime:
             break
         env["LD_PRELOAD"] = runtime[0]
