@@ -222,8 +222,9 @@ static const char *base_name(const char *path, size_t len)
 	return path;
 }
 
-/* An open file with its fstat: check it and hand it over. Closes fd. */
-static int measure(struct walk *w, int fd, const struct stat *st)
+/* An open file with its fstat: check it and hand it over. Closes fd.
+ * A file met again is skipped, with a note when dup_note. */
+static int measure(struct walk *w, int fd, const struct stat *st, bool dup_note)
 {
 	int ret;
 
@@ -233,14 +234,17 @@ static int measure(struct walk *w, int fd, const struct stat *st)
 		return 0;
 	}
 	ret = inode_set_add(&w->seen, st->st_dev, st->st_ino);
-	if (ret == 0)
+	if (ret == 0 && dup_note)
 		note(w, "skipped: a hard link to a file already counted");
-	if (ret == 1) {
-		ret = w->ops->file(w->ctx, fd, st, w->path.data, w->path.len);
-		if (ret < 0 && ret != -ENOMEM)
-			error(w, ret);
+	if (ret != 1) {
+		close(fd);
+		return ret == -ENOMEM ? ret : 0;
 	}
-	close(fd);
+	ret = w->ops->file(w->ctx, fd, st, w->path.data, w->path.len);
+	if (ret < 0 && ret != -ENOMEM)
+		error(w, ret);
+	if (!w->ops->takes_fd)
+		close(fd);
 	return ret == -ENOMEM ? ret : 0;
 }
 
@@ -455,7 +459,7 @@ static int visit(struct walk *w, int dirfd, const char *name, unsigned char dtyp
 		close(fd);
 		return 0;
 	}
-	return measure(w, fd, &st);
+	return measure(w, fd, &st, true);
 }
 
 static int walk_tree(struct walk *w, int fd, const struct stat *st)
@@ -529,5 +533,44 @@ int walk_path(struct walk *w, const char *path)
 		close(fd);
 		return 0;
 	}
-	return measure(w, fd, &st);
+	return measure(w, fd, &st, true);
+}
+
+int walk_fd(struct walk *w, int fd, const char *path, size_t pathlen)
+{
+	struct stat st;
+
+	w->path.len = 0;
+	if (buf_append(&w->path, path, pathlen) < 0) {
+		close(fd);
+		return -ENOMEM;
+	}
+	if (fstat(fd, &st) < 0) {
+		error(w, -errno);
+		close(fd);
+		return 0;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		note(w, type_note(st.st_mode));
+		close(fd);
+		return 0;
+	}
+	if (!included(w, base_name(w->path.data, w->path.len)) ||
+	    excluded(w, base_name(w->path.data, w->path.len))) {
+		close(fd);
+		return 0;
+	}
+	w->root_dev = st.st_dev;
+	/* a process holds a file open and mapped, or mapped many times */
+	return measure(w, fd, &st, false);
+}
+
+void walk_error(struct walk *w, const char *path, size_t pathlen, int err, const char *msg)
+{
+	w->ops->error(w->ctx, path, pathlen, err, msg);
+}
+
+void walk_note(struct walk *w, const char *path, size_t pathlen, const char *why)
+{
+	w->ops->note(w->ctx, path, pathlen, why);
 }
