@@ -14,10 +14,14 @@
  *   - text_write_path() is one line of valid UTF-8 with no control
  *     characters, C1 controls or bidirectional overrides, and its escapes
  *     decode to the input exactly;
- *   - json_base64() decodes to the input;
+ *   - json_base64() decodes to the input; json_path() adds "path_base64"
+ *     exactly when the path is not valid UTF-8;
  *   - parse_size() and parse_uint() on a NUL-terminated copy agree with a
  *     reference parser, errors included;
- *   - human_bytes() fits its buffer.
+ *   - human_bytes() prints what its floating-point definition ("%.1f" or
+ *     "%.0f" of the value in 1024-based units) prints, for the input's
+ *     first 8 bytes, for what parse_size() made of it, and for values
+ *     next to the rounding ties; u64_str() prints what "%llu" prints.
  */
 #include <errno.h>
 #include <string.h>
@@ -345,6 +349,41 @@ static void check_base64(const uint8_t *data, size_t size)
 	free(o.p);
 }
 
+/* json_path(): {"path":..., "path_base64":...} with the second only for
+ * paths that are not UTF-8. */
+static void check_json_path(const uint8_t *data, size_t size)
+{
+	static const char b64key[] = "\"path_base64\":\"";
+	uint8_t *dec;
+	size_t pos = 1, n;
+	struct json j;
+	struct out o;
+
+	out_open(&o);
+	json_init(&j, o.f, false);
+	json_begin_object(&j, NULL);
+	json_path(&j, (const char *)data, size);
+	json_end_object(&j);
+	out_close(&o);
+
+	dec = malloc(o.len + 1);
+	FUZZ_CHECK(dec);
+	FUZZ_CHECK(o.len > 8 && !memcmp(o.p, "{\"path\":", 8));
+	pos = 8;
+	n = json_decode(o.p, o.len, &pos, dec);
+	(void)n;
+	if (ref_valid(data, size)) {
+		FUZZ_CHECK(pos + 1 == o.len && o.p[pos] == '}');
+	} else {
+		FUZZ_CHECK(o.len - pos > sizeof(b64key));
+		FUZZ_CHECK(o.p[pos] == ',' && !memcmp(o.p + pos + 1, b64key, sizeof(b64key) - 1));
+		/* the base64 itself is check_base64()'s business */
+		FUZZ_CHECK(o.p[o.len - 1] == '}' && o.p[o.len - 2] == '"');
+	}
+	free(dec);
+	free(o.p);
+}
+
 /* ---- numbers ---- */
 
 /* Leading decimal digits of s into *v; -ERANGE past 2^64 - 1. Sets *end. */
@@ -413,10 +452,54 @@ static int ref_parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* human_bytes() by its definition, in floating point. */
+static void ref_human(uint64_t bytes, char *buf, size_t size)
+{
+	static const char units[] = "KMGTPE";
+	double v = (double)bytes;
+	int u = -1;
+
+	if (bytes < 1024) {
+		snprintf(buf, size, "%llu", (unsigned long long)bytes);
+		return;
+	}
+	while (v >= 1024 && u < 5) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, size, v < 9.95 ? "%.1f%c" : "%.0f%c", v, units[u]);
+}
+
+static void check_human(uint64_t bytes)
+{
+	char buf[8], wide[32], ref[32];
+
+	/* the longest answer is "1024K" (1023.99K rounded): 8 bytes will do */
+	memset(buf, 'x', sizeof(buf));
+	human_bytes(bytes, buf, sizeof(buf));
+	FUZZ_CHECK(memchr(buf, '\0', sizeof(buf)));
+	human_bytes(bytes, wide, sizeof(wide));
+	ref_human(bytes, ref, sizeof(ref));
+	if (strcmp(buf, ref) || strcmp(wide, ref)) {
+		fprintf(stderr, "human_bytes(%llu): \"%s\" (\"%s\" with room), expected \"%s\"\n",
+			(unsigned long long)bytes, buf, wide, ref);
+		FUZZ_CHECK(!"human_bytes() as \"%.1f\" or \"%.0f\" print it");
+	}
+}
+
+static void check_u64_str(uint64_t v)
+{
+	char buf[24], ref[24];
+	size_t n = u64_str(v, buf);
+
+	snprintf(ref, sizeof(ref), "%llu", (unsigned long long)v);
+	FUZZ_CHECK(n == strlen(ref) && !strcmp(buf, ref));
+}
+
 static void check_numbers(const uint8_t *data, size_t size)
 {
 	static const uint64_t maxes[] = { UINT64_MAX, 100000, 0 };
-	char *s = malloc(size + 1), buf[8];
+	char *s = malloc(size + 1);
 	uint64_t v, ref, bytes = 0;
 	int ret;
 
@@ -435,14 +518,22 @@ static void check_numbers(const uint8_t *data, size_t size)
 		FUZZ_CHECK(ret == ref_parse_uint(s, maxes[i], &ref));
 		FUZZ_CHECK(ret < 0 || (v == ref && v <= maxes[i]));
 	}
+	if (parse_size(s, &v) == 0)
+		check_human(v);
 	free(s);
 
-	/* the longest human_bytes() answer is "1023K": it fits 8 bytes */
 	memcpy(&bytes, data, size < sizeof(bytes) ? size : sizeof(bytes));
-	memset(buf, 'x', sizeof(buf));
-	human_bytes(bytes, buf, sizeof(buf));
-	FUZZ_CHECK(memchr(buf, '\0', sizeof(buf)));
-	FUZZ_CHECK(strlen(buf) <= 5 && buf[0] >= '0' && buf[0] <= '9');
+	check_human(bytes);
+	check_u64_str(bytes);
+	/* next to the ties: multiples of 0.05 of each unit, give or take a
+	 * few bytes (x.x5 rounds to even; 9.95 switches to no decimals) */
+	for (unsigned int k = 1; k <= 5; k++) {
+		uint64_t den = UINT64_C(1) << (10 * k);
+		uint64_t m = (bytes & 0xffffffff) % 20480;
+		int64_t delta = (int8_t)(bytes >> 40);
+
+		check_human((uint64_t)((unsigned __int128)m * den / 20) + (uint64_t)delta);
+	}
 }
 
 int pc_fuzz_cli_text(const uint8_t *data, size_t size)
@@ -457,6 +548,7 @@ int pc_fuzz_cli_text(const uint8_t *data, size_t size)
 	check_json(data, size, key);
 	check_text_path(data, size);
 	check_base64(data, size);
+	check_json_path(data, size);
 	check_numbers(data, size);
 	free(key);
 	return 0;

@@ -12,9 +12,10 @@
  * message and an offset inside the input, and sticky; paths of 1 .. 4095
  * bytes; runs ascending, not overlapping, non-empty, ending inside an
  * int64 file offset, and adding up to the file's counts. Each input is
- * walked again skipping runs (pc_snapshot_next_file() must then find the
- * same error at the same offset), and a snapshot the reader accepts is
- * written out again with the writer and read back: same files, same runs.
+ * walked again skipping runs and handing some files' runs to
+ * pc_warm_snapshot() (against a small memfd): the walk must end with the
+ * same error at the same offset. A snapshot the reader accepts is written
+ * out again with the writer and read back: same files, same runs.
  */
 #include <errno.h>
 #include <limits.h>
@@ -29,7 +30,7 @@
 
 enum walk_mode {
 	WALK_ALL,   /* every run of every file */
-	WALK_SKIP,  /* none, one or all runs of a file, in turn */
+	WALK_SKIP,  /* none, one or all runs of a file, or pc_warm_snapshot(), in turn */
 };
 
 struct walked_file {
@@ -211,6 +212,38 @@ static int read_runs(struct pc_snapshot_reader *rd, const struct pc_snapshot_fil
 	return 0;
 }
 
+/* pc_warm_snapshot()'s target: a small file, so most runs lie past its end. */
+#define WARM_FILE_SIZE (64 * 1024)
+
+static int warm_fd(void)
+{
+	static int fd = -1;
+
+	if (fd < 0) {
+		static const uint8_t zero[WARM_FILE_SIZE];
+
+		fd = memfd_of(zero, sizeof(zero));
+	}
+	return fd;
+}
+
+/* The rest of the current file's runs through pc_warm_snapshot(): 0 or the
+ * reader's -errno. */
+static int warm_runs(struct pc_snapshot_reader *rd)
+{
+	struct pc_warm_stats st = { .size = sizeof(st) };
+	int64_t ret = pc_warm_snapshot(warm_fd(), rd, NULL, &st);
+
+	if (ret < 0) {
+		FUZZ_CHECK(ret == pc_snapshot_next_file(rd, &(const struct pc_snapshot_file *){ 0 }));
+		return (int)ret;
+	}
+	FUZZ_CHECK(ret <= WARM_FILE_SIZE);
+	FUZZ_CHECK(st.pages_read <= st.pages_wanted && st.pages_resident <= st.pages_wanted);
+	FUZZ_CHECK(st.pages_beyond_eof <= st.pages_wanted);
+	return 0;
+}
+
 static void walk(const uint8_t *data, size_t size, enum walk_mode mode, struct walked *w)
 {
 	const struct pc_snapshot_file *f;
@@ -256,8 +289,11 @@ static void walk(const uint8_t *data, size_t size, enum walk_mode mode, struct w
 			wf->path = xstrdup(f->path);
 			wf->meta = *f;
 			wf->meta.path = NULL;
+		} else if (i % 4 == 3) {
+			ret = warm_runs(rd);
+			continue;
 		} else {
-			max = i % 3 == 0 ? 0 : i % 3 == 1 ? 1 : SIZE_MAX;
+			max = i % 4 == 0 ? 0 : i % 4 == 1 ? 1 : SIZE_MAX;
 		}
 		ret = read_runs(rd, f, ps, max, wf);
 	}
