@@ -157,7 +157,7 @@ run_fuzz_stage() {
 			fi
 			rm -rf "$work"
 			mkdir -p "$work/corpus" "$work/artifacts"
-			cp -- "$corpus"* "$work/corpus/"
+			cp -a -- "$corpus." "$work/corpus/"
 			args=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048
 				-artifact_prefix="$work/artifacts/" -print_final_stats=1)
 			if [[ -f $PC_ROOT/fuzz/$target.dict ]]; then
@@ -192,7 +192,8 @@ run_fuzz_stage() {
 			for a in "${artifacts[@]}"; do
 				printf -- '---- %s: failing input %s (%s bytes); replay: %s %s\n' \
 					"$target" "$a" "$(stat -c %s "$a")" "$exe" "$a"
-				od -A x -t x1z -v "$a" | head -n 16
+				# head may close the pipe early: that is not a failure
+				od -A x -t x1z -v "$a" | head -n 16 || true
 			done
 		done
 		if ((passed + failed == 0)); then
