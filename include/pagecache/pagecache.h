@@ -447,10 +447,10 @@ int pc_snapshot_writer_new_at(int dirfd, const char *path, mode_t mode,
  * be scanned) is recorded as unknown with no runs, never as resident. A
  * PC_RES_COUNT_ONLY result will do when none or all of its pages are
  * resident; otherwise it gives -ENODATA (scan again with the bitmap).
- * @r's page numbers are recorded as they are, in pc_page_size() pages: use
- * it only with a writer of the default page size (the writer does not
- * convert), and scan the whole file (pages @r does not cover are recorded
- * as not resident).
+ * @r's page numbers are in pc_page_size() pages: a writer declared with
+ * another page size gives -EINVAL (pc_snapshot_write_runs() takes runs in
+ * the writer's unit). Scan the whole file (pages @r does not cover are
+ * recorded as not resident).
  * Records are written out as they fill (64 KiB of runs per record).
  * Returns 0 or -errno: -EINVAL for a bad path, -ENAMETOOLONG past
  * PC_SNAPSHOT_PATH_MAX, a write error. An argument error writes nothing
@@ -589,9 +589,9 @@ struct pc_warm_opts {
 	size_t size;              /* sizeof(struct pc_warm_opts) */
 	int strategy;             /* enum pc_warm_strategy */
 	unsigned int queue_depth; /* io_uring reads in flight, 1..256; 0: 8 */
-	uint64_t chunk_bytes;     /* bytes per readahead call or read; 0: 2 MiB,
-				     at most 64 MiB. One readahead call brings
-				     at most ~8 MiB: keep it <= 8 MiB there */
+	uint64_t chunk_bytes;     /* bytes per readahead step or read; 0: 2 MiB,
+				     at most 64 MiB (a readahead step larger
+				     than 8 MiB goes out as several calls) */
 	uint64_t max_bytes;       /* budget of bytes to read; 0: no limit */
 	void (*progress)(uint64_t bytes_done, void *arg); /* after each call or read */
 	void *progress_arg;

@@ -49,6 +49,12 @@ unsigned int terminal_width(int fd);
 double now_seconds(void);
 /* The size in bytes of an open regular file or block device; -errno. */
 int file_bytes(int fd, const struct stat *st, uint64_t *out);
+/* Open path (beneath dirfd; a /proc magic link is fine) for reading only
+ * if it is a regular file: the type is decided on an O_PATH fd, which runs
+ * no device driver, and that very inode is reopened through /proc/self/fd.
+ * Returns the fd, -EINVAL when it is not a regular file (nothing was opened;
+ * *st says what it is), or -errno. */
+int open_regular_at(int dirfd, const char *path, struct stat *st);
 
 /* A progress line on stderr for work longer than about a second, redrawn
  * at most four times a second; only when enabled (a terminal, no -q). */

@@ -53,13 +53,14 @@ static int open_fds(struct walk *w, const char *pid)
 		if (de->d_name[0] == '.')
 			continue;
 		snprintf(link, sizeof(link), "%s/%s", dir, de->d_name);
-		/* sockets, pipes, anonymous inodes: part of any process, not files */
-		if (stat(link, &st) < 0 || !S_ISREG(st.st_mode))
+		/* sockets, pipes, anonymous inodes, devices: part of any process,
+		 * not files, and never opened (the process may swap its fds) */
+		fd = open_regular_at(AT_FDCWD, link, &st);
+		if (fd == -EINVAL || fd == -ENOENT)
 			continue;
 		len = link_name(link, name, sizeof(name));
-		fd = open(link, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 		if (fd < 0) {
-			walk_error(w, name, len, -errno, NULL);
+			walk_error(w, name, len, fd, NULL);
 			continue;
 		}
 		ret = walk_fd(w, fd, name, len);
@@ -126,19 +127,26 @@ static int mapped_files(struct walk *w, const char *pid)
 		/* map_files names the mapped file itself (CAP_SYS_ADMIN);
 		 * otherwise the path, if it still leads to the same inode */
 		snprintf(link, sizeof(link), "/proc/%s/map_files/%s", pid, range);
-		fd = open(link, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+		fd = open_regular_at(AT_FDCWD, link, &st);
+		if (fd == -EINVAL)
+			continue; /* a mapped device (/dev/zero, a GPU): not opened */
 		if (fd < 0) {
-			fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-			if (fd < 0) {
-				walk_error(w, path, len, -errno, NULL);
-				continue;
-			}
+			/* the type and inode are checked before the open: a
+			 * device planted at the shown name is never opened */
+			fd = open_regular_at(AT_FDCWD, path, &st);
 			/* maps may show another device number than stat
 			 * (overlayfs, btrfs): the inode must match */
-			if (fstat(fd, &st) < 0 || st.st_ino != ino) {
-				close(fd);
+			if ((fd >= 0 || fd == -EINVAL) && st.st_ino != ino) {
+				if (fd >= 0)
+					close(fd);
 				walk_error(w, path, len, -ESTALE,
 					   "not the file the process mapped (replaced or deleted)");
+				continue;
+			}
+			if (fd == -EINVAL)
+				continue; /* a mapped device, as above */
+			if (fd < 0) {
+				walk_error(w, path, len, fd, NULL);
 				continue;
 			}
 		}

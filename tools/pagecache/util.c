@@ -2,8 +2,10 @@
 /* Small helpers of the pagecache command: error lines, human units, number
  * parsing, terminal width, a growable buffer. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <linux/fs.h>
@@ -298,4 +300,29 @@ void progress_clear(struct progress *p)
 		fflush(stderr);
 		p->shown = false;
 	}
+}
+
+int open_regular_at(int dirfd, const char *path, struct stat *st)
+{
+	char proc[64];
+	int pathfd = openat(dirfd, path, O_PATH | O_CLOEXEC), fd;
+
+	if (pathfd < 0)
+		return -errno;
+	if (fstat(pathfd, st) < 0) {
+		int err = -errno;
+
+		close(pathfd);
+		return err;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		close(pathfd);
+		return -EINVAL;
+	}
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pathfd);
+	fd = open(proc, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		fd = -errno;
+	close(pathfd);
+	return fd;
 }
