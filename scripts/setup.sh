@@ -21,6 +21,7 @@ PC_PACKAGES=(
 	acl e2fsprogs util-linux             # setfacl, chattr, mount, setpriv in tests
 	vmtouch                              # cross-checking residency by hand
 	groff-base mandoc                    # man page checks: groff -ww, mandoc -Tlint
+	clang libclang-rt-14-dev             # fuzz stage: -fsanitize=fuzzer needs libclang_rt.fuzzer
 )
 
 PC_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
