@@ -527,13 +527,17 @@ int pc_kernel_io_uring_works(void)
 	struct io_uring ring;
 	struct pc_bfile *f;
 	char byte;
-	int works = 0;
+	int works = 0, ret;
 
-	if (k_system_file(NULL, &f) < 0)
-		return 0;
-	if (io_uring_queue_init(2, &ring, 0) < 0) {
+	/* Short of memory or descriptors, we cannot tell: say so, rather
+	 * than have io_uring remembered as unavailable for good. */
+	ret = k_system_file(NULL, &f);
+	if (ret < 0)
+		return pc_err_is_resource(ret) ? ret : 0;
+	ret = io_uring_queue_init(2, &ring, 0);
+	if (ret < 0) {
 		k_close(NULL, f);
-		return 0;
+		return pc_err_is_resource(ret) ? ret : 0;
 	}
 	sqe = io_uring_get_sqe(&ring);
 	if (sqe) {

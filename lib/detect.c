@@ -366,7 +366,8 @@ PC_EXPORT int pc_detect_cachestat(void)
 }
 
 /* io_uring: a ring, and a 1-byte RWF_NOWAIT read of the system file's first
- * page (cached: we run from it) must complete with data or -EAGAIN. */
+ * page (cached: we run from it) must complete with data or -EAGAIN. Short
+ * of memory or descriptors: an error, not kept. */
 static int detect_io_uring(struct pc_backend *b)
 {
 	(void)b;
