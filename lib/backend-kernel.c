@@ -309,7 +309,8 @@ static int k_nowait_mode(struct pc_backend *b, struct pc_bfile *f)
 		*slash = '\0';
 	dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0)
-		return PC_NOWAIT_UNKNOWN;
+		return pc_err_is_resource(pc_neg_errno()) ? pc_neg_errno() : PC_NOWAIT_UNKNOWN;
+	mode = PC_NOWAIT_UNKNOWN;
 	if (fstat(dirfd, &st) == 0) {
 		struct stat fst;
 
@@ -321,6 +322,8 @@ static int k_nowait_mode(struct pc_backend *b, struct pc_bfile *f)
 			mode = PC_NOWAIT_UNKNOWN; /* renamed across filesystems */
 	}
 	close(dirfd);
+	if (pc_err_is_resource(mode))
+		return mode; /* short of memory or descriptors: not a fact to act on */
 	return mode < 0 ? PC_NOWAIT_UNKNOWN : mode;
 }
 
@@ -452,11 +455,18 @@ static int k_find_cold_page(struct pc_backend *b, int dirfd, struct pc_bfile **o
 				continue;
 		}
 		fd = openat(dirfd, de->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-		if (fd < 0)
+		if (fd < 0) {
+			if (pc_err_is_resource(pc_neg_errno())) {
+				ret = pc_neg_errno();
+				break;
+			}
 			continue;
+		}
 		(void)posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM); /* a miss reads that page alone */
-		if (bfile_new(fd, 1, &f) < 0)
-			continue;
+		if (bfile_new(fd, 1, &f) < 0) {
+			ret = -ENOMEM;
+			break;
+		}
 		/* Only a file whose residency we see truthfully can be watched. */
 		if (pc_gate_predict(fd) == 1 && k_fstat(b, f, &st) == 0 &&
 		    k_mincore(b, f, pc_div_round_up(st.size, pc_page_size()) +
