@@ -257,7 +257,8 @@ struct pc_residency;
  * cachestat where the kernel allows it (bitmap too); an O_PATH fd gives
  * -EBADF. Returns 0 and *@out, or -errno (-EINVAL for unknown flags or more
  * than one PC_RES_FORCE_* flag, -EOPNOTSUPP when a forced source cannot
- * give a truthful answer).
+ * give a truthful answer; -ENOMEM, -EMFILE, -ENFILE when the process runs
+ * short of memory or descriptors, never an UNKNOWN answer instead).
  * @since 0.1
  */
 int pc_residency(int fd, uint64_t offset, uint64_t length, unsigned int flags,
