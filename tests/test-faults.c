@@ -353,6 +353,49 @@ static void set_patterns(void)
 	pc_test_set_pattern(sparse_path, sparse_pages, 2);
 }
 
+/*
+ * Keep the patterns' resident pages resident while the children run: a
+ * mapping with those pages mlock'ed (as root), so that reclaim on a busy
+ * machine cannot take one away between the reference run and a faulted
+ * one. Mapped pages look the same to mincore and cachestat (root passes
+ * the gate) and to NOWAIT probes.
+ */
+struct pin {
+	void *map;
+	size_t len;
+};
+
+static struct pin pin_file(const char *path, uint64_t npages)
+{
+	struct pin p = { .len = npages * ps };
+	unsigned char *vec;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_uint_eq(pc_test_mincore(path, &vec), npages);
+	p.map = mmap(NULL, p.len, PROT_READ, MAP_SHARED, fd, 0);
+	ck_assert_ptr_ne(p.map, MAP_FAILED);
+	close(fd);
+	for (uint64_t i = 0; i < npages; i++)
+		if (vec[i] & 1)
+			ck_assert_int_eq(mlock((char *)p.map + i * ps, ps), 0);
+	free(vec);
+	return p;
+}
+
+static void unpin(struct pin *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		munmap(p[i].map, p[i].len); /* unlocks too */
+}
+
+static void pin_all(struct pin *pins)
+{
+	pins[0] = pin_file(mixed_path, MIXED_PAGES);
+	pins[1] = pin_file(resident_path, RESIDENT_PAGES);
+	pins[2] = pin_file(sparse_path, SPARSE_PAGES);
+}
+
 /* ---- the entry points ------------------------------------------------------------ */
 
 /*
@@ -950,9 +993,12 @@ static void fault_loop(const struct scenario *s, int kind)
 	struct outcome ref, o;
 	const char *why;
 	uint64_t n, faulted = 0, recovered = 0;
+	struct pin pins[3];
+	int retries = 0;
 
 	make_files();
 	set_patterns();
+	pin_all(pins);
 	why = in_child(attempt_child, &a, &ref, sizeof(ref), 120);
 	ck_assert_msg(!why, "%s, no fault: %s", s->name, why);
 	ck_assert_msg(ref.ret == 0 || ref.ret == -EOPNOTSUPP, "%s, no fault: %s", s->name,
@@ -973,6 +1019,26 @@ static void fault_loop(const struct scenario *s, int kind)
 			      "%s, %s %llu (%s): %d descriptors before, %d after", s->name,
 			      kind_name(kind), (unsigned long long)n, strerror(-o.ret),
 			      o.fds_before, o.fds_after);
+		/*
+		 * Different answers: the library's fault, or the page cache
+		 * changed under the test (seen now and then on a loaded machine
+		 * under ASan, pinned pages notwithstanding). The library's
+		 * faults repeat, the world's do not: the same n runs again, on
+		 * patterns made afresh, twice at most before it counts.
+		 */
+		if ((o.again_ret != ref.ret || strcmp(o.again, ref.digest) ||
+		     (o.ret == ref.ret && strcmp(o.digest, ref.digest))) && retries < 2) {
+			printf("%s, %s %llu: a different answer, run again:\n  %s\n  %s\n  wanted %s\n",
+			       s->name, kind_name(kind), (unsigned long long)n, o.digest, o.again,
+			       ref.digest);
+			unpin(pins, PC_ARRAY_SIZE(pins));
+			set_patterns();
+			pin_all(pins);
+			retries++;
+			n--;
+			continue;
+		}
+		retries = 0;
 		ck_assert_msg(o.again_ret == ref.ret && !strcmp(o.again, ref.digest),
 			      "%s, %s %llu (%s), then without the fault: %s\n  %s\n  wanted %s",
 			      s->name, kind_name(kind), (unsigned long long)n, strerror(-o.ret),
@@ -1001,6 +1067,7 @@ static void fault_loop(const struct scenario *s, int kind)
 		if (kind == FAULT_NOFILE && o.ret == ref.ret && n >= 8)
 			break;
 	}
+	unpin(pins, PC_ARRAY_SIZE(pins));
 	ck_assert_msg(n < MAX_ITERATIONS, "%s: no end after %d faults", s->name, MAX_ITERATIONS);
 	printf("%s, %s: %llu faulted runs (%llu recovered), %llu allocating calls\n", s->name,
 	       kind_name(kind), (unsigned long long)faulted, (unsigned long long)recovered,
