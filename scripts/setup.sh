@@ -17,6 +17,7 @@ PC_PACKAGES=(
 	meson ninja-build pkg-config gcc g++ # build
 	check liburing-dev                   # libraries
 	valgrind python3                     # test stages, abi checks
+	libtsan2                             # tsan stage: gcc's ThreadSanitizer runtime
 	acl e2fsprogs util-linux             # setfacl, chattr, mount, setpriv in tests
 	vmtouch                              # cross-checking residency by hand
 	groff-base mandoc                    # man page checks: groff -ww, mandoc -Tlint

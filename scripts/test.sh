@@ -8,6 +8,9 @@
 #   plain     meson test in build/
 #   valgrind  meson test --setup=valgrind in build/
 #   asan      a separate build-asan/ with -Db_sanitize=address,undefined
+#   tsan      a separate build-tsan/ with -Db_sanitize=thread (gcc's libtsan):
+#             the unit, kernel and root suites; any report fails the stage
+#   helgrind  valgrind --tool=helgrind on the threads test (in build/)
 # --quick runs the plain stage only. All stages run even when one fails.
 #
 # After each stage every skip is listed: tests meson reports as SKIP and the
@@ -121,6 +124,29 @@ if ((!quick)); then
 	export ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:abort_on_error=1:detect_leaks=1:print_summary=1}
 	export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:abort_on_error=1}
 	run_stage asan build-asan "-Db_sanitize=address,undefined -Db_lundef=false"
+
+	# A ThreadSanitizer report ends the test process with exit code 66,
+	# which fails its test and the stage (in a forked Check case too: the
+	# case reports an early exit). tests/tsan.supp (added by meson) says
+	# why io_uring ring memory is excluded. The abi suite is left out: it
+	# runs python and the compilers against the headers and the installed
+	# library, so no code of ours runs threads there.
+	export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:exitcode=66:second_deadlock_stack=1}
+	tsan_args=(--suite unit --suite kernel --suite root)
+	# gcc 12's ThreadSanitizer lays out its shadow memory for at most 28
+	# bits of mmap randomization; kernels set to more (vm.mmap_rnd_bits=32 on
+	# recent Ubuntu) make it die with "unexpected memory mapping". There the
+	# tests run with address randomization off for them alone (setarch -R).
+	rnd_bits=$(cat /proc/sys/vm/mmap_rnd_bits 2>/dev/null || echo 0)
+	if ((rnd_bits > 28)); then
+		pc_log "test: vm.mmap_rnd_bits is $rnd_bits: tsan tests run under setarch -R"
+		tsan_args+=(--wrapper "setarch $(uname -m) -R")
+	fi
+	run_stage tsan build-tsan "-Db_sanitize=thread -Db_lundef=false" "${tsan_args[@]}"
+
+	# helgrind, once per run, on the test written for it: a few seconds.
+	# tests/helgrind.supp says why pc_detect_*()'s reads are suppressed.
+	run_stage helgrind build "" --setup=helgrind threads
 fi
 
 status=0

@@ -14,6 +14,10 @@ struct subcommand {
 
 static const struct subcommand subcommands[] = {
 	{ "stat", cmd_stat, "show how much of each file sits in the page cache" },
+	{ "audit", cmd_audit, "what this kernel reveals about the page cache, and to whom" },
+	{ "evict", cmd_evict, "drop files from the page cache" },
+	{ "touch", cmd_touch, "bring files into the page cache" },
+	{ "lock", cmd_lock, "keep files in the page cache until a signal" },
 };
 
 static void usage(FILE *f)
