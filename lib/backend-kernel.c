@@ -309,7 +309,8 @@ static int k_nowait_mode(struct pc_backend *b, struct pc_bfile *f)
 		*slash = '\0';
 	dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0)
-		return PC_NOWAIT_UNKNOWN;
+		return pc_err_is_resource(pc_neg_errno()) ? pc_neg_errno() : PC_NOWAIT_UNKNOWN;
+	mode = PC_NOWAIT_UNKNOWN;
 	if (fstat(dirfd, &st) == 0) {
 		struct stat fst;
 
@@ -321,6 +322,8 @@ static int k_nowait_mode(struct pc_backend *b, struct pc_bfile *f)
 			mode = PC_NOWAIT_UNKNOWN; /* renamed across filesystems */
 	}
 	close(dirfd);
+	if (pc_err_is_resource(mode))
+		return mode; /* short of memory or descriptors: not a fact to act on */
 	return mode < 0 ? PC_NOWAIT_UNKNOWN : mode;
 }
 
@@ -445,17 +448,30 @@ static int k_find_cold_page(struct pc_backend *b, int dirfd, struct pc_bfile **o
 		if (de->d_type != DT_REG && de->d_type != DT_UNKNOWN)
 			continue;
 		/* Never open a device node or FIFO: the type is decided on an
-		 * O_PATH fd, whatever the name became since readdir. */
+		 * O_PATH fd, whatever the name became since readdir. Short of
+		 * descriptors or memory: stop, and say so. */
 		pathfd = pc_open_path(dirfd, de->d_name, O_NOFOLLOW, &lst);
-		if (pathfd < 0)
+		if (pathfd < 0) {
+			if (pc_err_is_resource(pathfd)) {
+				ret = pathfd;
+				break;
+			}
 			continue;
+		}
 		fd = S_ISREG(lst.st_mode) ? pc_reopen(pathfd, O_RDONLY | O_NONBLOCK) : -1;
 		close(pathfd);
-		if (fd < 0)
+		if (fd < 0) {
+			if (pc_err_is_resource(fd)) {
+				ret = fd;
+				break;
+			}
 			continue;
+		}
 		(void)posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM); /* a miss reads that page alone */
-		if (bfile_new(fd, 1, &f) < 0)
-			continue;
+		if (bfile_new(fd, 1, &f) < 0) {
+			ret = -ENOMEM;
+			break;
+		}
 		/* Only a file whose residency we see truthfully can be watched. */
 		if (pc_gate_predict(fd) == 1 && k_fstat(b, f, &st) == 0 &&
 		    k_mincore(b, f, pc_div_round_up(st.size, pc_page_size()) +
@@ -526,13 +542,17 @@ int pc_kernel_io_uring_works(void)
 	struct io_uring ring;
 	struct pc_bfile *f;
 	char byte;
-	int works = 0;
+	int works = 0, ret;
 
-	if (k_system_file(NULL, &f) < 0)
-		return 0;
-	if (io_uring_queue_init(2, &ring, 0) < 0) {
+	/* Short of memory or descriptors, we cannot tell: say so, rather
+	 * than have io_uring remembered as unavailable for good. */
+	ret = k_system_file(NULL, &f);
+	if (ret < 0)
+		return pc_err_is_resource(ret) ? ret : 0;
+	ret = io_uring_queue_init(2, &ring, 0);
+	if (ret < 0) {
 		k_close(NULL, f);
-		return 0;
+		return pc_err_is_resource(ret) ? ret : 0;
 	}
 	sqe = io_uring_get_sqe(&ring);
 	if (sqe) {

@@ -140,7 +140,8 @@ int pc_nowait_cached(dev_t dev, long fstype);
 /* pc_detect_nowait(), with or without the cold-page fallback. */
 int pc_nowait_for_dir(int dirfd, int may_use_cold_page);
 
-/* 1 if an io_uring RWF_NOWAIT read works in this process, else 0. */
+/* 1 if an io_uring RWF_NOWAIT read works in this process, 0 if not, or
+ * -ENOMEM, -EMFILE, -ENFILE when the process was short of them to try. */
 int pc_kernel_io_uring_works(void);
 
 /* The process-wide kernel backend (stateless; detection results are cached

@@ -167,6 +167,8 @@ int pc_detect_cachestat_on(struct pc_backend *b)
 		return PC_CACHESTAT_ABSENT;
 	if (ret == -EPERM)
 		return PC_CACHESTAT_BLOCKED; /* our own file: a filter, not the gate */
+	if (pc_err_is_resource(ret))
+		return ret;
 	if (ret != -EINVAL)
 		return PC_CACHESTAT_UNKNOWN;
 
@@ -179,6 +181,9 @@ int pc_detect_cachestat_on(struct pc_backend *b)
 		return PC_CACHESTAT_GATED;
 	if (answer == -EINVAL)
 		return PC_CACHESTAT_OPEN;
+	/* no system file or no memory for it: nothing learnt, nothing to keep */
+	if (pc_err_is_resource(answer))
+		return answer;
 	return PC_CACHESTAT_UNKNOWN;
 }
 
@@ -243,6 +248,8 @@ static int nowait_watch(struct pc_backend *b, struct pc_bfile *f, uint64_t page,
 
 	if (hit == -EOPNOTSUPP)
 		return PC_NOWAIT_UNSUPPORTED;
+	if (pc_err_is_resource(hit))
+		return hit;
 	if (hit < 0)
 		return PC_NOWAIT_UNKNOWN;
 	if (hit)
@@ -266,6 +273,8 @@ static int nowait_watch(struct pc_backend *b, struct pc_bfile *f, uint64_t page,
 			pause *= 2;
 		b->ops->pause_ms(b, pause);
 		hit = probe_one(b, f, page);
+		if (pc_err_is_resource(hit))
+			return hit;
 		if (hit < 0)
 			return PC_NOWAIT_UNKNOWN;
 		if (hit)
@@ -284,6 +293,8 @@ static int nowait_scratch(struct pc_backend *b, struct pc_bfile *f)
 		ret = ops->write_page(b, f, 1);
 	if (ret == 0)
 		ret = ops->sync(b, f);
+	if (pc_err_is_resource(ret))
+		return ret;
 	if (ret < 0)
 		return PC_NOWAIT_UNKNOWN;
 	/* A resident page first: unsupported filesystems (tmpfs) answer
@@ -291,6 +302,8 @@ static int nowait_scratch(struct pc_backend *b, struct pc_bfile *f)
 	ret = probe_one(b, f, 0);
 	if (ret == -EOPNOTSUPP)
 		return PC_NOWAIT_UNSUPPORTED;
+	if (pc_err_is_resource(ret))
+		return ret;
 	if (ret < 0)
 		return PC_NOWAIT_UNKNOWN;
 	/* A few tries: a page whose eviction cannot be confirmed and that then
@@ -316,21 +329,29 @@ int pc_detect_nowait_on_dir(struct pc_backend *b, int dirfd, int may_use_cold_pa
 	uint64_t page;
 	int ret;
 
+	/* Short of memory or descriptors: an error, not a weaker answer (the
+	 * caller would take UNKNOWN for a fact about the filesystem). */
 	ret = b->ops->scratch_new(b, dirfd, 2, &f);
 	if (ret == 0) {
 		ret = nowait_scratch(b, f);
 		b->ops->close(b, f);
 		return ret;
 	}
+	if (pc_err_is_resource(ret))
+		return ret;
 	if (!may_use_cold_page)
 		return PC_NOWAIT_UNKNOWN;
 	/* Read-only or foreign directory: one cold page of a file we can see. */
 	ret = b->ops->find_cold_page(b, dirfd, &f, &page);
+	if (pc_err_is_resource(ret))
+		return ret;
 	if (ret < 0)
 		return PC_NOWAIT_UNKNOWN;
 	/* find_cold_page just saw the page cold through a truthful mincore */
 	ret = nowait_watch(b, f, page, 1);
 	b->ops->close(b, f);
+	if (pc_err_is_resource(ret))
+		return ret;
 	return ret < 0 ? PC_NOWAIT_UNKNOWN : ret;
 }
 
@@ -375,7 +396,8 @@ PC_EXPORT int pc_detect_cachestat(void)
 }
 
 /* io_uring: a ring, and a 1-byte RWF_NOWAIT read of the system file's first
- * page (cached: we run from it) must complete with data or -EAGAIN. */
+ * page (cached: we run from it) must complete with data or -EAGAIN. Short
+ * of memory or descriptors: an error, not kept. */
 static int detect_io_uring(struct pc_backend *b)
 {
 	(void)b;

@@ -19,6 +19,14 @@ static inline int pc_neg_errno(void)
 	return errno > 0 ? -errno : -EIO;
 }
 
+/* Whether -errno says the process ran short of a resource (memory,
+ * descriptors): the caller's to see, never to be turned into a weaker
+ * answer or remembered as a fact about the kernel. */
+static inline int pc_err_is_resource(int err)
+{
+	return err == -ENOMEM || err == -EMFILE || err == -ENFILE;
+}
+
 static inline uint64_t pc_div_round_up(uint64_t n, uint64_t d)
 {
 	return n / d + (n % d != 0);

@@ -31,6 +31,7 @@ struct pc_prober {
 PC_EXPORT int pc_prober_new(unsigned int queue_depth, struct pc_prober **out)
 {
 	struct pc_prober *p;
+	int ret;
 
 	if (!out || queue_depth > PC_PROBER_MAX_DEPTH)
 		return -EINVAL;
@@ -45,11 +46,20 @@ PC_EXPORT int pc_prober_new(unsigned int queue_depth, struct pc_prober **out)
 		free(p);
 		return -ENOMEM;
 	}
-	/* Disabled io_uring (sysctl, seccomp, gVisor) fails here: use preadv2. */
-	if (pc_detect_io_uring() == 1 && io_uring_queue_init(queue_depth, &p->ring, 0) == 0)
-		p->source = PC_SOURCE_IO_URING;
-	else
-		p->source = PC_SOURCE_PREADV2;
+	/* Disabled io_uring (sysctl, seccomp, gVisor) fails here: use preadv2.
+	 * Lack of memory or descriptors is the caller's to know: no silent
+	 * switch to the other source. */
+	ret = pc_detect_io_uring();
+	if (ret == 1)
+		ret = io_uring_queue_init(queue_depth, &p->ring, 0);
+	else if (ret == 0)
+		ret = -ENOSYS;
+	if (pc_err_is_resource(ret)) {
+		free(p->sink);
+		free(p);
+		return ret;
+	}
+	p->source = ret == 0 ? PC_SOURCE_IO_URING : PC_SOURCE_PREADV2;
 	*out = p;
 	return 0;
 }

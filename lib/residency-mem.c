@@ -21,7 +21,7 @@
 #define PC_MEM_WINDOW_PAGES 16384
 
 /* Quality of the answers mincore gives for a file mapping of the file at
- * fd, given the kernel's modes. */
+ * fd, given the kernel's modes; -errno when short of memory or descriptors. */
 static int file_quality(int fd, const struct pc_modes *m)
 {
 	struct pc_backend *b = pc_kernel_backend();
@@ -29,12 +29,15 @@ static int file_quality(int fd, const struct pc_modes *m)
 	struct pc_bstat st;
 	int verdict;
 
-	if (pc_kernel_bfile_wrap(fd, &f) < 0)
-		return PC_QUALITY_UNKNOWN;
+	verdict = pc_kernel_bfile_wrap(fd, &f);
+	if (verdict < 0)
+		return pc_err_is_resource(verdict) ? verdict : PC_QUALITY_UNKNOWN;
 	verdict = b->ops->fstat(b, f, &st);
 	if (verdict == 0)
 		verdict = pc_file_verdict(b, f, m, st.size);
 	b->ops->close(b, f);
+	if (pc_err_is_resource(verdict))
+		return verdict;
 	if (verdict == PC_VERDICT_TRUTHFUL)
 		return PC_QUALITY_EXACT;
 	/* Hidden: the caller's own mapped pages still show where the kernel
@@ -51,7 +54,8 @@ static int file_quality(int fd, const struct pc_modes *m)
  * the device and inode still match (a rename cannot redirect us to another
  * file, and a device node planted there is never opened: opening one runs
  * its driver). Returns a read-only fd of a regular file or block device,
- * VMA_CHR_ZERO for /dev/zero (not opened), or -1.
+ * VMA_CHR_ZERO for /dev/zero (not opened), -1, or -errno when short of
+ * descriptors or memory (-ENOMEM, -EMFILE, -ENFILE; never -2).
  */
 #define VMA_CHR_ZERO (-2)
 
@@ -64,15 +68,15 @@ static int open_vma_file(unsigned long start, unsigned long end, const char *pat
 
 	snprintf(link, sizeof(link), "/proc/self/map_files/%lx-%lx", start, end);
 	pathfd = pc_open_path(AT_FDCWD, link, 0, &st);
-	if (pathfd < 0 && path[0] == '/')
+	if (pathfd < 0 && path[0] == '/' && !pc_err_is_resource(pathfd))
 		pathfd = pc_open_path(AT_FDCWD, path, 0, &st);
 	if (pathfd < 0)
-		return -1;
+		return pc_err_is_resource(pathfd) ? pathfd : -1;
 	fd = -1;
 	if (major(st.st_dev) == major_ && minor(st.st_dev) == minor_ && (uint64_t)st.st_ino == ino) {
 		if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) {
 			fd = pc_reopen(pathfd, O_RDONLY | O_NONBLOCK | O_NOCTTY);
-			if (fd < 0)
+			if (fd < 0 && !pc_err_is_resource(fd))
 				fd = -1;
 		} else if (S_ISCHR(st.st_mode) && major(st.st_rdev) == 1 && minor(st.st_rdev) == 5) {
 			fd = VMA_CHR_ZERO;
@@ -82,7 +86,8 @@ static int open_vma_file(unsigned long start, unsigned long end, const char *pat
 	return fd;
 }
 
-/* The weakest quality over the VMAs that meet [lo, hi). */
+/* The weakest quality over the VMAs that meet [lo, hi), or -errno when
+ * short of memory or descriptors (a VMA left unread could be weaker). */
 static int range_quality(unsigned long lo, unsigned long hi, const struct pc_modes *m)
 {
 	int quality = PC_QUALITY_EXACT;
@@ -94,14 +99,20 @@ static int range_quality(unsigned long lo, unsigned long hi, const struct pc_mod
 		return PC_QUALITY_UNKNOWN;
 	maps = fopen("/proc/self/maps", "re");
 	if (!maps)
-		return PC_QUALITY_UNKNOWN;
-	while (quality != PC_QUALITY_UNKNOWN && getline(&line, &cap, maps) > 0) {
+		return pc_err_is_resource(pc_neg_errno()) ? pc_neg_errno() : PC_QUALITY_UNKNOWN;
+	while (quality > PC_QUALITY_UNKNOWN) { /* neither unknown nor an error yet */
 		unsigned long start, end;
 		unsigned int dev_major, dev_minor;
 		uint64_t ino;
 		int path_at = 0, q;
 		char *path;
 
+		errno = 0;
+		if (getline(&line, &cap, maps) < 0) {
+			if (errno) /* not the end: a read or allocation failure */
+				quality = pc_neg_errno();
+			break;
+		}
 		if (sscanf(line, "%lx-%lx %*s %*s %x:%x %" SCNu64 " %n", &start, &end, &dev_major,
 			   &dev_minor, &ino, &path_at) < 5)
 			continue;
@@ -128,12 +139,15 @@ static int range_quality(unsigned long lo, unsigned long hi, const struct pc_mod
 				 * a shared one is a shmem file, never a char device */
 				q = m->mincore == PC_MINCORE_MAPPED_ONLY ? PC_QUALITY_MAPPED
 									 : PC_QUALITY_EXACT;
+			else if (fd < -1)
+				q = fd; /* short of descriptors or memory */
 			else
 				q = fd < 0 ? PC_QUALITY_UNKNOWN : file_quality(fd, m);
 			if (fd >= 0)
 				close(fd);
 		}
-		if (q == PC_QUALITY_UNKNOWN || (q == PC_QUALITY_MAPPED && quality == PC_QUALITY_EXACT))
+		if (q < 0 || q == PC_QUALITY_UNKNOWN ||
+		    (q == PC_QUALITY_MAPPED && quality == PC_QUALITY_EXACT))
 			quality = q;
 	}
 	free(line);
@@ -162,6 +176,10 @@ PC_EXPORT int pc_residency_mem(const void *addr, size_t length, unsigned int fla
 	r->npages = pc_div_round_up(length, ps);
 	r->source = PC_SOURCE_MINCORE;
 	r->quality = r->npages ? range_quality(start, start + r->npages * ps, &m) : PC_QUALITY_EXACT;
+	if (r->quality < 0) {
+		ret = r->quality;
+		goto fail;
+	}
 	r->bits = pc_bitmap_new(r->npages);
 	vec = malloc(r->npages < PC_MEM_WINDOW_PAGES ? (size_t)r->npages + 1 : PC_MEM_WINDOW_PAGES);
 	if (!r->bits || !vec) {

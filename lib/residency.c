@@ -271,7 +271,8 @@ static void make_unknown(struct pc_residency *r)
 }
 
 /* Probe a file mincore hides. Returns 0 (r filled, or made UNKNOWN when no
- * acceptable probe exists) or -errno. */
+ * acceptable probe exists) or -errno. Lack of memory or descriptors is an
+ * error, never UNKNOWN: that label says the kernel hides the file. */
 static int answer_by_probe(struct scan *s, unsigned int flags)
 {
 	struct pc_residency *r = s->r;
@@ -279,6 +280,8 @@ static int answer_by_probe(struct scan *s, unsigned int flags)
 	int nowait, destructive, source = PC_SOURCE_NONE, ret;
 
 	nowait = s->b->ops->nowait_mode(s->b, s->f);
+	if (pc_err_is_resource(nowait))
+		return nowait;
 	if (nowait < 0)
 		nowait = PC_NOWAIT_UNKNOWN;
 	if (nowait == PC_NOWAIT_UNSUPPORTED ||
@@ -293,7 +296,7 @@ static int answer_by_probe(struct scan *s, unsigned int flags)
 	 * keeps its readahead state, and a miss reads in only that page. */
 	ret = s->b->ops->reopen_random(s->b, s->f, &pf);
 	if (ret < 0) {
-		if (flags & PC_RES_FORCE_NOWAIT)
+		if ((flags & PC_RES_FORCE_NOWAIT) || pc_err_is_resource(ret))
 			return ret;
 		make_unknown(r);
 		return 0;

@@ -420,7 +420,10 @@ static int warm_setup(struct warm *w, int fd, const struct pc_warm_opts *opts)
 		return ret;
 	w->eof_page = pc_div_round_up(w->size, w->ps);
 	if (w->o.strategy == PC_WARM_IO_URING) {
-		if (pc_detect_io_uring() != 1)
+		ret = pc_detect_io_uring();
+		if (ret < 0)
+			return ret; /* short of memory or descriptors */
+		if (ret != 1)
 			return -EOPNOTSUPP;
 		w->buf = malloc((size_t)w->o.chunk_bytes);
 		if (!w->buf)

@@ -169,7 +169,9 @@ int pc_detect_cachestat(void);
 
 /**
  * pc_detect_io_uring() - 1 if io_uring RWF_NOWAIT reads work for this
- * process, 0 if io_uring is unavailable or disabled. Detected once.
+ * process, 0 if io_uring is unavailable or disabled. Detected once; an
+ * error is not kept: -ENOMEM, -EMFILE or -ENFILE when the process was
+ * short of memory or descriptors to find out.
  * @since 0.1
  */
 int pc_detect_io_uring(void);
@@ -255,7 +257,8 @@ struct pc_residency;
  * cachestat where the kernel allows it (bitmap too); an O_PATH fd gives
  * -EBADF. Returns 0 and *@out, or -errno (-EINVAL for unknown flags or more
  * than one PC_RES_FORCE_* flag, -EOPNOTSUPP when a forced source cannot
- * give a truthful answer).
+ * give a truthful answer; -ENOMEM, -EMFILE, -ENFILE when the process runs
+ * short of memory or descriptors, never an UNKNOWN answer instead).
  * @since 0.1
  */
 int pc_residency(int fd, uint64_t offset, uint64_t length, unsigned int flags,
@@ -326,7 +329,8 @@ struct pc_prober;
 /**
  * pc_prober_new() - a prober that issues one 1-byte RWF_NOWAIT read per page,
  * batched through io_uring at @queue_depth (1..4096; 0 picks 64), or with
- * preadv2 when io_uring is unavailable.
+ * preadv2 when io_uring is unavailable (not when the process is short of
+ * memory or descriptors for a ring: -ENOMEM, -EMFILE, -ENFILE).
  * WARNING: on kernels whose NOWAIT is destructive (pc_detect_nowait()), each
  * miss starts readahead: probing changes the page cache.
  * A prober is used by one thread at a time. Returns 0 or -errno.
