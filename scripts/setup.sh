@@ -20,6 +20,7 @@ PC_PACKAGES=(
 	acl e2fsprogs util-linux             # setfacl, chattr, mount, setpriv in tests
 	vmtouch                              # cross-checking residency by hand
 	groff-base mandoc                    # man page checks: groff -ww, mandoc -Tlint
+	time                                 # GNU time: peak RSS in bench-scale.sh
 )
 
 PC_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
