@@ -33,6 +33,9 @@
 #   PC_BENCH_RSS_MIB     the peak RSS limit in MiB (default 64)
 #   PC_BENCH_CASES       comma-separated subset of stat_text, stat_ndjson,
 #                        dump, sparse (default: all)
+#   PC_BENCH_TREE        an existing tree to walk instead of a new one: made
+#                        by `bench-mktree TREE small big/small` with the same
+#                        PC_BENCH_FILES (kept; the counts are checked)
 #   PC_BENCH_SPARSE_*    passed on to bench-sparse
 
 set -euo pipefail
@@ -102,8 +105,16 @@ if want dump; then
 	fi
 fi
 
-tree=$dir/tree
-if want stat_text || want stat_ndjson || ((has_dump)); then
+tree=${PC_BENCH_TREE:-}
+if [[ -n $tree ]]; then
+	if [[ ! -d $tree/s00 || ! -d $tree/s$(printf %02d $((big / small - 1))) ||
+	      -e $tree/s$(printf %02d $((big / small))) ]]; then
+		echo "bench-scale: PC_BENCH_TREE=$tree is not a tree of $((big / small)) units (bench-mktree)" >&2
+		exit 2
+	fi
+	echo "# tree: $tree (given)"
+elif want stat_text || want stat_ndjson || ((has_dump)); then
+	tree=$dir/tree
 	mkdir "$tree"
 	t0=${EPOCHREALTIME/[.,]/}
 	"$mktree" "$tree" "$small" $((big / small))
@@ -192,6 +203,9 @@ for n in "$small" "$big"; do
 				printf "# %s: snapshot %d bytes (%.1f MiB, %.1f bytes per file)\n",
 					c, s, s / 1048576, s / n }'
 			rm -f "$snap"
+			# the summary's "files: N" line, when it has one
+			got=$(sed -n 's/^files: *\([0-9][0-9]*\).*/\1/p' "$dir/dump.out")
+			[[ -z $got ]] || check_count "dump_$l" "$n" "$got"
 		else
 			echo "# dump_$l: FAILED: no snapshot at $snap"
 			status=1
@@ -201,7 +215,7 @@ done
 want stat_text && linearity stat_text
 want stat_ndjson && linearity stat_ndjson
 ((has_dump)) && linearity dump
-rm -rf "$tree"
+[[ -n ${PC_BENCH_TREE:-} ]] || rm -rf "$dir/tree"
 
 if want sparse; then
 	PC_BENCH_DIR=$dir "$sparse" || status=1
