@@ -22,6 +22,7 @@ PC_PACKAGES=(
 	vmtouch                              # cross-checking residency by hand
 	groff-base mandoc                    # man page checks: groff -ww, mandoc -Tlint
 	clang libclang-rt-14-dev             # fuzz stage: -fsanitize=fuzzer needs libclang_rt.fuzzer
+	time                                 # GNU time: peak RSS in bench-scale.sh
 )
 
 PC_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -591,12 +591,67 @@ def case_stat_threads_same_output(env):
         check(outs[0][0] == (1 if IS_ROOT else 0), f"{fmt}: exit {outs[0][0]}")
 
 
+def ndjson_paths(args):
+    """The paths of the file objects of `stat --ndjson ARGS`, and stderr."""
+    rc, out, err = run(["stat", "--ndjson"] + args)
+    check(rc == 0, f"stat {args}: exit {rc}: {err!r}")
+    objs = [json.loads(l) for l in out.decode().splitlines()]
+    return [o["path"] for o in objs if o["type"] == "file"], err
+
+
+def case_stat_counts_each_file_once(env):
+    # the walk remembers files with one link only when they can come again
+    # (several roots, -L); directories always: each way in is checked here
+    t = env.path("t")
+    os.makedirs(os.path.join(t, "sub"))
+    make_file(os.path.join(t, "a"), 1)
+    make_file(os.path.join(t, "sub", "b"), 1)
+    os.link(os.path.join(t, "a"), os.path.join(t, "sub", "h"))
+    inodes = {os.stat(os.path.join(t, n)).st_ino for n in ("a", "sub/b")}
+
+    def once(args, why):
+        paths, err = ndjson_paths(args)
+        got = [os.stat(p).st_ino for p in paths]
+        check(sorted(got) == sorted(inodes), f"{why}: {paths}")
+        return err
+
+    once([t], "one root with a hard link")
+    err = once([t, os.path.join(t, "sub")], "a root inside another")
+    check(b"a directory already walked" in err, f"no note for the second root: {err!r}")
+    once([os.path.join(t, "sub"), t], "a root around another")
+    once([os.path.join(t, "sub", "b"), t], "a file root, then its directory")
+    once([t, os.path.join(t, "sub", "b")], "a directory, then a file root in it")
+    once([t, t], "the same root twice")
+    lst = env.path("list")
+    with open(lst, "w") as f:
+        f.write(f"{t}\n{os.path.join(t, 'sub', 'b')}\n")
+    once(["--files-from", lst], "--files-from")
+    os.symlink(os.path.join(t, "sub", "b"), os.path.join(t, "lnk"))
+    os.symlink(os.path.join(t, "sub"), os.path.join(t, "dirlnk"))
+    once(["-L", t], "-L with symlinks to a file and a directory")
+    os.unlink(os.path.join(t, "lnk"))
+    os.unlink(os.path.join(t, "dirlnk"))
+    if not IS_ROOT:
+        return
+    mnt = os.path.join(t, "mnt")
+    os.mkdir(mnt)
+    if subprocess.run(["mount", "--bind", os.path.join(t, "sub"), mnt],
+                      capture_output=True).returncode != 0:
+        raise Skip("mount --bind failed")
+    try:
+        err = once([t], "a bind mount inside the one root")
+        check(b"a directory already walked" in err, f"no note for the bind mount: {err!r}")
+    finally:
+        subprocess.run(["umount", mnt], capture_output=True)
+
+
 CASES = [case_help_every_command, case_new_usage_errors_exit_2, case_audit_json_field_by_field,
          case_audit_as_nobody_and_text, case_evict_then_stat_shows_zero,
          case_evict_as_nobody_tells_the_truth, case_evict_walks_like_stat,
          case_touch_then_stat_shows_full, case_touch_range, case_touch_as_nobody,
          case_touch_files_from_null, case_lock_holds_pages, case_lock_sigint_and_nothing,
-         case_lock_rlimit_memlock, case_stat_pid, case_stat_threads_same_output]
+         case_lock_rlimit_memlock, case_stat_pid, case_stat_threads_same_output,
+         case_stat_counts_each_file_once]
 
 
 def main():

@@ -221,6 +221,11 @@ struct walk_opts {
 	bool one_fs;          /* -x: stay on each root's filesystem */
 	char **include;       /* fnmatch patterns, NULL-terminated or NULL */
 	char **exclude;
+	bool one_root;        /* one PATH, no --files-from or --pid: the walk
+			       * remembers only files with several links (a
+			       * file with one cannot be met twice); memory
+			       * then grows with them and the directories,
+			       * not with all files */
 };
 
 int walk_new(const struct walk_opts *opts, const struct walk_ops *ops, void *ctx,
@@ -283,8 +288,9 @@ void selection_init(struct selection *s);
 /* Handle opt if it is a selection option: 1 handled, 0 not one of them,
  * PC_EXIT_USAGE (> 1) after a usage message, -ENOMEM. */
 int selection_option(struct selection *s, const char *cmd, int opt, char *arg);
-/* After option parsing: usage checks (PC_EXIT_USAGE after a message) or 0. */
-int selection_check(const struct selection *s, const char *cmd, int npaths);
+/* After option parsing: usage checks (PC_EXIT_USAGE after a message) or 0;
+ * sets s->wo.one_root. */
+int selection_check(struct selection *s, const char *cmd, int npaths);
 /* Walk the paths, then --files-from, then --pid. 0 or -ENOMEM. */
 int selection_walk(struct selection *s, struct walk *w, int npaths, char **paths);
 void selection_free(struct selection *s);

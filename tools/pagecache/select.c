@@ -77,8 +77,9 @@ int selection_option(struct selection *s, const char *cmd, int opt, char *arg)
 	return 0;
 }
 
-int selection_check(const struct selection *s, const char *cmd, int npaths)
+int selection_check(struct selection *s, const char *cmd, int npaths)
 {
+	s->wo.one_root = npaths == 1 && !s->files_from && !s->npids;
 	if (s->nul && !s->files_from)
 		return usage_error(cmd, "%s", "-0 goes with --files-from");
 	if (npaths <= 0 && !s->files_from && !s->npids)

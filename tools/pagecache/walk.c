@@ -15,6 +15,13 @@
  * its fd needs to stay open while its subdirectories are walked. Beyond a
  * budget of open directory fds, the shallowest are closed and reopened
  * through ".." on the way back up (checked by device and inode).
+ *
+ * Memory grows with what must be remembered to count each file once, not
+ * with the files walked: every directory entered (device, inode), so that
+ * one reached again (a bind mount, a symlink with -L, another PATH) is not
+ * walked twice, and the files that can be met again: with one root and no
+ * -L only a file with more than one link can be, so only those; with
+ * several roots or -L, or for fds (--pid: a file open and mapped), all.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -72,6 +79,22 @@ static int inode_set_grow(struct inode_set *s)
 	return 0;
 }
 
+/* 1 if (dev, ino) is in the set. */
+static bool inode_set_has(const struct inode_set *s, dev_t dev, ino_t ino)
+{
+	size_t j;
+
+	if (!s->n)
+		return false;
+	j = inode_hash(dev, ino) & (s->cap - 1);
+	while (s->slots[j].used) {
+		if (s->slots[j].dev == dev && s->slots[j].ino == ino)
+			return true;
+		j = (j + 1) & (s->cap - 1);
+	}
+	return false;
+}
+
 /* 1 if newly added, 0 if it was there, -ENOMEM. */
 static int inode_set_add(struct inode_set *s, dev_t dev, ino_t ino)
 {
@@ -109,7 +132,8 @@ struct walk {
 	struct walk_opts opts;
 	const struct walk_ops *ops;
 	void *ctx;
-	struct inode_set seen;
+	struct inode_set seen;  /* files that can be met again */
+	struct inode_set dirs;  /* every directory entered */
 	struct level *levels;
 	size_t depth, cap;
 	size_t low_open;     /* levels below this index have their fd closed */
@@ -149,6 +173,7 @@ void walk_free(struct walk *w)
 	}
 	free(w->levels);
 	free(w->seen.slots);
+	free(w->dirs.slots);
 	buf_free(&w->path);
 	free(w);
 }
@@ -229,8 +254,8 @@ static const char *base_name(const char *path, size_t len)
 }
 
 /* An open file with its fstat: check it and hand it over. Closes fd.
- * A file met again is skipped, with a note when dup_note. */
-static int measure(struct walk *w, int fd, const struct stat *st, bool dup_note)
+ * A file met again is skipped, with a note unless from_fd (--pid). */
+static int measure(struct walk *w, int fd, const struct stat *st, bool from_fd)
 {
 	int ret;
 
@@ -239,8 +264,14 @@ static int measure(struct walk *w, int fd, const struct stat *st, bool dup_note)
 		close(fd);
 		return 0;
 	}
-	ret = inode_set_add(&w->seen, st->st_dev, st->st_ino);
-	if (ret == 0 && dup_note)
+	/* a file with one link in a single root's walk cannot come again
+	 * (its directory could, through a bind mount: that is skipped whole);
+	 * it is still looked up, in case it lost links since it was met */
+	if (from_fd || !w->opts.one_root || w->opts.follow || st->st_nlink > 1)
+		ret = inode_set_add(&w->seen, st->st_dev, st->st_ino);
+	else
+		ret = inode_set_has(&w->seen, st->st_dev, st->st_ino) ? 0 : 1;
+	if (ret == 0 && !from_fd)
 		note(w, "skipped: a hard link to a file already counted");
 	if (ret != 1) {
 		close(fd);
@@ -323,6 +354,14 @@ static int push_dir(struct walk *w, int fd, const struct stat *st)
 			close(fd);
 			return 0;
 		}
+	}
+	ret = inode_set_add(&w->dirs, st->st_dev, st->st_ino);
+	if (ret <= 0) {
+		if (ret == 0)
+			note(w, "skipped: a directory already walked (reached again through "
+				"a bind mount, a symlink or another PATH)");
+		close(fd);
+		return ret;
 	}
 	if (w->depth == w->cap) {
 		size_t cap = w->cap ? w->cap * 2 : 16;
@@ -540,7 +579,7 @@ static int visit(struct walk *w, int dirfd, const char *name, unsigned char dtyp
 		close(fd);
 		return 0;
 	}
-	return measure(w, fd, &st, true);
+	return measure(w, fd, &st, false);
 }
 
 static int walk_tree(struct walk *w, int fd, const struct stat *st)
@@ -622,7 +661,7 @@ int walk_path(struct walk *w, const char *path)
 		close(fd);
 		return 0;
 	}
-	return measure(w, fd, &st, true);
+	return measure(w, fd, &st, false);
 }
 
 int walk_fd(struct walk *w, int fd, const char *path, size_t pathlen)
@@ -651,7 +690,7 @@ int walk_fd(struct walk *w, int fd, const char *path, size_t pathlen)
 	}
 	w->root_dev = st.st_dev;
 	/* a process holds a file open and mapped, or mapped many times */
-	return measure(w, fd, &st, false);
+	return measure(w, fd, &st, true);
 }
 
 void walk_error(struct walk *w, const char *path, size_t pathlen, int err, const char *msg)
