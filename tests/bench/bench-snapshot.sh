@@ -70,7 +70,8 @@ timed() {
 	last=${res#*last=}
 	pct=${res%% *}
 	t1=$(now)
-	if [[ $(calc "$last > $t0") == 1.000000 ]]; then t1=$last; fi
+	# (a bare > in awk's printf would redirect its output to a file)
+	if awk "BEGIN { exit !($last > $t0) }"; then t1=$last; fi
 	echo "$(calc "$t1 - $t0") ${pct#resident=}"
 }
 
