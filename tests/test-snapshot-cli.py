@@ -768,6 +768,55 @@ def current_umask():
     return m
 
 
+def case_diff_orders(env):
+    """diff on snapshots whose files come in different orders, by hand."""
+    old = native_snapshot("/r", [
+        (b"a", 100 * PS, 0, 1, [(0, 10), (50, 5)]),
+        (b"b", 100 * PS, 0, 1, [(0, 4)]),
+        (b"c", 100 * PS, 0, 1, [(10, 10)]),
+        (b"u", 100 * PS, 0, 0, []),
+        (b"gone", 100 * PS, 0, 1, [(0, 3)]),
+    ])
+    new = native_snapshot("/r", [
+        (b"c", 100 * PS, 5, 1, [(15, 10)]),       # -5 +5, mtime changed
+        (b"new", 10 * PS, 0, 1, [(1, 2)]),        # only in NEW: +2
+        (b"b", 100 * PS, 0, 1, [(0, 4)]),         # unchanged: not listed
+        (b"a", 100 * PS, 0, 1, [(5, 10), (52, 1)]),  # -5 -4 (50,51,53,54) +5
+        (b"u", 100 * PS, 0, 1, [(0, 1)]),         # unknown in OLD
+    ])
+    po, pn = env.path("old"), env.path("new")
+    with open(po, "wb") as f:
+        f.write(old)
+    with open(pn, "wb") as f:
+        f.write(new)
+    rc, doc, err = run_json(["diff", po, pn])
+    check(rc == 0, f"exit {rc}: {err!r}")
+    files = {f["path"]: f for f in doc["files"]}
+    check(set(files) == {"a", "c", "u", "gone", "new"}, f"listed: {sorted(files)}")
+    check(files["a"]["added_pages"] == 5 and files["a"]["removed_pages"] == 9 and
+          files["a"]["common_pages"] == 6, f"a: {files['a']}")
+    check(files["c"]["added_pages"] == 5 and files["c"]["removed_pages"] == 5 and
+          files["c"]["changed"], f"c: {files['c']}")
+    check(files["u"]["added_pages"] is None, f"u: {files['u']}")
+    check(files["gone"]["status"] == "old_only" and files["gone"]["removed_pages"] == 3,
+          f"gone: {files['gone']}")
+    check(files["new"]["status"] == "new_only" and files["new"]["added_pages"] == 2,
+          f"new: {files['new']}")
+    t = doc["totals"]
+    check((t["added_pages"], t["removed_pages"], t["files_in_both"], t["files_only_in_old"],
+           t["files_only_in_new"], t["files_unknown"]) == (12, 17, 4, 1, 1, 1), f"totals {t}")
+    rc, out, err = run(["diff", po, pn])
+    line = [l for l in out.split(b"\n") if l.endswith(b"  a")]
+    check(rc == 0 and len(line) == 1 and line[0].split()[:2] == [b"+20K", b"-36K"],
+          f"text: {out!r}")
+    check(b"(only in OLD)" in out and b"(only in NEW)" in out, f"text: {out!r}")
+    # a corrupt NEW: one line naming it and the offset
+    with open(pn, "wb") as f:
+        f.write(new[:-5])
+    rc, out, err = run(["diff", po, pn])
+    check(rc == 1 and pn.encode() in err and b"at byte" in err, f"corrupt: {rc} {err!r}")
+
+
 def case_usage_errors(env):
     for args in (["dump"], ["dump", "a", "b"], ["dump", "--format", "zip", "."],
                  ["restore", "a", "b"], ["restore", "--rate", "0"],
@@ -785,7 +834,7 @@ def case_usage_errors(env):
 
 CASES = [case_usage_errors, case_round_trip, case_identity_and_strict, case_hostile_snapshot,
          case_truncations, case_bit_flips, case_happycache_by_hand, case_happycache_hostile,
-         case_budget, case_nobody, case_stdout_and_stdin, case_atomic_dump]
+         case_budget, case_nobody, case_diff_orders, case_stdout_and_stdin, case_atomic_dump]
 
 
 def main():
