@@ -17,8 +17,8 @@
 # see residency of every file) and vmtouch (else those cases are left out).
 set -euo pipefail
 
-PC=$1
-H=$2
+PC=$(realpath "$1")
+H=$(realpath "$2")
 MB=${PC_BENCH_MB:-4096}
 NFILES=${PC_BENCH_FILES:-20000}
 ROUNDS=${PC_BENCH_ROUNDS:-3}
