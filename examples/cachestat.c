@@ -28,7 +28,7 @@ static int show(const char *path, long page_size)
 	uint64_t pages;
 	int fd, ret, can;
 
-	fd = open(path, O_RDONLY | O_NONBLOCK); /* a FIFO must not hang us */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO must not hang us */
 	if (fd < 0) {
 		fprintf(stderr, "cachestat: %s: %s\n", path, strerror(errno));
 		return -1;

@@ -439,19 +439,18 @@ static int k_find_cold_page(struct pc_backend *b, int dirfd, struct pc_bfile **o
 		struct pc_bfile *f;
 		unsigned char v = 1;
 		struct pc_bstat st;
-		int fd;
+		struct stat lst;
+		int fd, pathfd;
 
 		if (de->d_type != DT_REG && de->d_type != DT_UNKNOWN)
 			continue;
-		if (de->d_type == DT_UNKNOWN) {
-			struct stat lst;
-
-			/* never open a device node or FIFO to find out */
-			if (fstatat(dirfd, de->d_name, &lst, AT_SYMLINK_NOFOLLOW) < 0 ||
-			    !S_ISREG(lst.st_mode))
-				continue;
-		}
-		fd = openat(dirfd, de->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+		/* Never open a device node or FIFO: the type is decided on an
+		 * O_PATH fd, whatever the name became since readdir. */
+		pathfd = pc_open_path(dirfd, de->d_name, O_NOFOLLOW, &lst);
+		if (pathfd < 0)
+			continue;
+		fd = S_ISREG(lst.st_mode) ? pc_reopen(pathfd, O_RDONLY | O_NONBLOCK) : -1;
+		close(pathfd);
 		if (fd < 0)
 			continue;
 		(void)posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM); /* a miss reads that page alone */

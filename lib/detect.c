@@ -250,12 +250,21 @@ static int nowait_watch(struct pc_backend *b, struct pc_bfile *f, uint64_t page,
 	/* The readahead a miss starts puts the page in the cache at once and
 	 * reads it asynchronously: cachestat (which counts pages still being
 	 * read) sees it right away where it answers us; the probes see it only
-	 * once the read completes, which a busy disk can delay: watch ~100 ms.
+	 * once the read completes, which a busy disk can delay.
 	 * On a clean kernel the repeated misses change nothing either. */
-	for (int i = 0; i < 20; i++) {
-		if (present(b, f, page) == 1)
+	for (unsigned int waited = 0, pause = 5; waited < 1000; waited += pause) {
+		int in = present(b, f, page);
+
+		if (in == 1)
 			return PC_NOWAIT_DESTRUCTIVE;
-		b->ops->pause_ms(b, 5);
+		/* cachestat sees the page at once: ~100 ms settles it. Without
+		 * it, only the read's completion shows, which a loaded disk
+		 * (or valgrind) delays: back off up to about a second. */
+		if (in == 0 && waited >= 100)
+			break;
+		if (in < 0 && pause < 100)
+			pause *= 2;
+		b->ops->pause_ms(b, pause);
 		hit = probe_one(b, f, page);
 		if (hit < 0)
 			return PC_NOWAIT_UNKNOWN;

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "pagecache/pagecache.h"
 
@@ -31,6 +32,16 @@ int pc_sys_cachestat(int fd, uint64_t offset, uint64_t length, unsigned int flag
  * file, holds CAP_FOWNER over it or may write it (KERNEL.md section 1),
  * without consulting the detected mincore mode: 1, 0 or -errno. */
 int pc_gate_predict(int fd);
+
+/* An O_PATH fd for @path beneath @dirfd (O_NOFOLLOW and O_DIRECTORY in
+ * @flags are kept), fstat'ed into @st; no driver's open runs and nothing is
+ * read. Decide on @st, then pc_reopen() it. The fd, or -errno (open.c). */
+int pc_open_path(int dirfd, const char *path, int flags, struct stat *st);
+
+/* The inode behind @pathfd opened again with @flags (O_CLOEXEC added),
+ * through /proc/self/fd: the same inode whatever happened to its name
+ * since. The fd, or -errno (-ENOENT without /proc). */
+int pc_reopen(int pathfd, int flags);
 
 /* A residency answer (residency.c). bits is NULL for count-only and
  * unknown results; bit i stands for file page first_page + i. */

@@ -104,6 +104,32 @@ static ssize_t probe_preadv2(struct pc_prober *p, int fd, uint64_t page_size,
 #define PC_PROBER_MAX_STALLS 16
 
 /*
+ * The only accesses to ring memory (SQEs and CQEs, shared with the kernel)
+ * outside liburing.h's own inline functions. ThreadSanitizer never sees
+ * liburing map or unmap a ring, so it takes accesses to a new ring at a
+ * freed ring's address for races with the old owner: tests/tsan.supp names
+ * these three functions, and liburing.h, for that reason.
+ */
+static void uring_sqe_probe(struct io_uring_sqe *sqe, int fd, char *sink, uint64_t offset,
+			    uint64_t idx)
+{
+	io_uring_prep_read(sqe, fd, sink, 1, offset);
+	sqe->rw_flags = RWF_NOWAIT;
+	io_uring_sqe_set_data64(sqe, idx);
+}
+
+static void uring_sqe_stale(struct io_uring_sqe *sqe)
+{
+	io_uring_prep_nop(sqe);
+	io_uring_sqe_set_data64(sqe, PC_PROBE_STALE);
+}
+
+static int uring_cqe_res(const struct io_uring_cqe *cqe)
+{
+	return cqe->res;
+}
+
+/*
  * SQEs the kernel has not consumed (a failed or short submit) stay in the SQ
  * ring and would go out with the next submit, on behalf of a call that has
  * returned: make them NOPs whose completions are dropped.
@@ -113,12 +139,8 @@ static void ring_neutralize_pending(struct io_uring *ring)
 	unsigned int pending = io_uring_sq_ready(ring);
 	unsigned int slot = ring->sq.sqe_tail - pending;
 
-	for (unsigned int k = 0; k < pending; k++, slot++) {
-		struct io_uring_sqe *sqe = &ring->sq.sqes[slot & ring->sq.ring_mask];
-
-		io_uring_prep_nop(sqe);
-		io_uring_sqe_set_data64(sqe, PC_PROBE_STALE);
-	}
+	for (unsigned int k = 0; k < pending; k++, slot++)
+		uring_sqe_stale(&ring->sq.sqes[slot & ring->sq.ring_mask]);
 }
 
 /* Take every completion there is; answers for pages[0..n) go to resident,
@@ -130,7 +152,7 @@ static unsigned int ring_reap(struct pc_prober *p, size_t n, uint8_t *resident, 
 
 	while (io_uring_peek_cqe(&p->ring, &cqe) == 0) {
 		uint64_t idx = io_uring_cqe_get_data64(cqe);
-		int r = probe_result(cqe->res);
+		int r = probe_result(uring_cqe_res(cqe));
 
 		io_uring_cqe_seen(&p->ring, cqe);
 		p->outstanding--;
@@ -168,10 +190,8 @@ static ssize_t probe_uring(struct pc_prober *p, int fd, uint64_t page_size,
 			if (!sqe)
 				break;
 			/* The bytes are never looked at: slots may be shared. */
-			io_uring_prep_read(sqe, fd, &p->sink[next % p->depth], 1,
-					   pages[next] * page_size);
-			sqe->rw_flags = RWF_NOWAIT;
-			io_uring_sqe_set_data64(sqe, next);
+			uring_sqe_probe(sqe, fd, &p->sink[next % p->depth], pages[next] * page_size,
+					next);
 			next++;
 			p->outstanding++;
 		}

@@ -45,26 +45,40 @@ static int file_quality(int fd, const struct pc_modes *m)
 	return PC_QUALITY_UNKNOWN;
 }
 
-/* Open the file behind a VMA: through map_files (privileged callers), or
- * by its path when the device and inode still match. -1 if neither. */
+/*
+ * The file behind a VMA, decided on an O_PATH fd before anything is opened
+ * for reading: through map_files (privileged callers), or by its path when
+ * the device and inode still match (a rename cannot redirect us to another
+ * file, and a device node planted there is never opened: opening one runs
+ * its driver). Returns a read-only fd of a regular file or block device,
+ * VMA_CHR_ZERO for /dev/zero (not opened), or -1.
+ */
+#define VMA_CHR_ZERO (-2)
+
 static int open_vma_file(unsigned long start, unsigned long end, const char *path,
 			 unsigned int major_, unsigned int minor_, uint64_t ino)
 {
 	char link[80];
 	struct stat st;
-	int fd;
+	int pathfd, fd;
 
 	snprintf(link, sizeof(link), "/proc/self/map_files/%lx-%lx", start, end);
-	fd = open(link, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0 && path[0] == '/')
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	if (fd < 0)
+	pathfd = pc_open_path(AT_FDCWD, link, 0, &st);
+	if (pathfd < 0 && path[0] == '/')
+		pathfd = pc_open_path(AT_FDCWD, path, 0, &st);
+	if (pathfd < 0)
 		return -1;
-	if (fstat(fd, &st) < 0 || major(st.st_dev) != major_ || minor(st.st_dev) != minor_ ||
-	    (uint64_t)st.st_ino != ino) {
-		close(fd);
-		return -1;
+	fd = -1;
+	if (major(st.st_dev) == major_ && minor(st.st_dev) == minor_ && (uint64_t)st.st_ino == ino) {
+		if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) {
+			fd = pc_reopen(pathfd, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+			if (fd < 0)
+				fd = -1;
+		} else if (S_ISCHR(st.st_mode) && major(st.st_rdev) == 1 && minor(st.st_rdev) == 5) {
+			fd = VMA_CHR_ZERO;
+		}
 	}
+	close(pathfd);
 	return fd;
 }
 
@@ -109,7 +123,13 @@ static int range_quality(unsigned long lo, unsigned long hi, const struct pc_mod
 		} else {
 			int fd = open_vma_file(start, end, path, dev_major, dev_minor, ino);
 
-			q = fd < 0 ? PC_QUALITY_UNKNOWN : file_quality(fd, m);
+			if (fd == VMA_CHR_ZERO)
+				/* a private mapping of /dev/zero is anonymous memory;
+				 * a shared one is a shmem file, never a char device */
+				q = m->mincore == PC_MINCORE_MAPPED_ONLY ? PC_QUALITY_MAPPED
+									 : PC_QUALITY_EXACT;
+			else
+				q = fd < 0 ? PC_QUALITY_UNKNOWN : file_quality(fd, m);
 			if (fd >= 0)
 				close(fd);
 		}

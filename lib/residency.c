@@ -66,15 +66,22 @@ int pc_file_verdict(struct pc_backend *b, struct pc_bfile *f, const struct pc_mo
 		return PC_VERDICT_TRUTHFUL;
 	/* GATED_MAPPED or UNKNOWN: a failed gate reads 0 there too. cachestat
 	 * has the same gate since 6.14: its invalid-flag probe answers EPERM
-	 * exactly when the gate fails. Otherwise the predicate decides. */
+	 * exactly when the gate fails. But it also lets any fd open for
+	 * writing through, which mincore's gate ignores (a file made immutable
+	 * after the open, or an fd handed over by a writer): ask through a
+	 * read-only reopen. Otherwise the predicate decides. */
 	if (m->cachestat == PC_CACHESTAT_GATED) {
 		struct pc_cachestat cs;
+		struct pc_bfile *ro;
 
-		ret = b->ops->cachestat(b, f, 0, 0, 1, &cs);
-		if (ret == -EPERM)
-			return PC_VERDICT_HIDDEN;
-		if (ret == -EINVAL)
-			return PC_VERDICT_TRUTHFUL;
+		if (b->ops->reopen_random(b, f, &ro) == 0) {
+			ret = b->ops->cachestat(b, ro, 0, 0, 1, &cs);
+			b->ops->close(b, ro);
+			if (ret == -EPERM)
+				return PC_VERDICT_HIDDEN;
+			if (ret == -EINVAL)
+				return PC_VERDICT_TRUTHFUL;
+		}
 	}
 	pass = b->ops->gate_predict(b, f);
 	if (pass < 0)

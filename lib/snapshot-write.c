@@ -498,6 +498,11 @@ PC_EXPORT int pc_snapshot_write_file(struct pc_snapshot_writer *w, const char *r
 
 	if (!w)
 		return -EINVAL;
+	/* pc_residency() counts this machine's pages: a writer declared with
+	 * another page size would record them wrong (pc_snapshot_write_runs()
+	 * takes runs in the writer's own unit). */
+	if (w->page_size != (uint32_t)pc_page_size())
+		return -EINVAL;
 	if (quality == PC_QUALITY_UNKNOWN)
 		return write_file(w, relpath, meta, quality, NULL, NULL);
 	rewind_residency(&src);

@@ -84,10 +84,13 @@ static uint64_t span_bytes(const struct warm *w, uint64_t page, uint64_t n)
 	return (end < w->size ? end : w->size) - start;
 }
 
-static int readahead_span(struct warm *w, uint64_t page, uint64_t n)
-{
-	uint64_t off = page * w->ps, len = span_bytes(w, page, n);
+/* One readahead(2) or WILLNEED call reads at most ~8 MiB (the larger of
+ * read_ahead_kb and max_sectors_kb; KERNEL.md section 7): larger spans go
+ * out as several calls, or their tails would silently stay on disk. */
+#define PC_WARM_READAHEAD_CALL_MAX (UINT64_C(8) << 20)
 
+static int readahead_call(struct warm *w, uint64_t off, uint64_t len)
+{
 	if (!w->use_fadvise) {
 		if (readahead(w->fd, (off64_t)off, (size_t)len) == 0)
 			return 0;
@@ -96,6 +99,22 @@ static int readahead_span(struct warm *w, uint64_t page, uint64_t n)
 		w->use_fadvise = 1;
 	}
 	return -posix_fadvise(w->fd, (off_t)off, (off_t)len, POSIX_FADV_WILLNEED);
+}
+
+static int readahead_span(struct warm *w, uint64_t page, uint64_t n)
+{
+	uint64_t off = page * w->ps, len = span_bytes(w, page, n);
+
+	while (len) {
+		uint64_t step = len < PC_WARM_READAHEAD_CALL_MAX ? len : PC_WARM_READAHEAD_CALL_MAX;
+		int ret = readahead_call(w, off, step);
+
+		if (ret < 0)
+			return ret;
+		off += step;
+		len -= step;
+	}
+	return 0;
 }
 
 /* Reap one completion (waiting for it when wait is set): 1, 0 if none. */

@@ -5,8 +5,9 @@
 #
 # Sets up (Debian packages, meson, ninja; see setup.sh), then runs the
 # project's command-line tool: build/tools/pagecache/pagecache ARGS...
-# With no ARGS it runs `pagecache stat` on the library's own build output,
-# a path that exists on every machine after the build.
+# With no ARGS it runs `pagecache audit` (what this kernel reveals, and to
+# whom) and then `pagecache stat` of the build directory, a path that exists
+# on every machine after the build.
 
 set -euo pipefail
 
@@ -22,6 +23,10 @@ if [[ ! -x $tool ]]; then
 	exit 1
 fi
 if (($# == 0)); then
-	set -- stat "$PC_ROOT/build/lib"
+	status=0
+	"$tool" audit "$PC_ROOT/build" || status=$?
+	echo
+	"$tool" stat -q "$PC_ROOT/build" || status=$?
+	exit "$status"
 fi
 exec "$tool" "$@"

@@ -18,9 +18,11 @@ PC_PACKAGES=(
 	check liburing-dev                   # libraries
 	zlib1g-dev                           # happycache's gzip'ed format (pagecache dump/restore)
 	valgrind python3                     # test stages, abi checks
+	libtsan2                             # tsan stage: gcc's ThreadSanitizer runtime
 	acl e2fsprogs util-linux             # setfacl, chattr, mount, setpriv in tests
 	vmtouch                              # cross-checking residency by hand
 	groff-base mandoc                    # man page checks: groff -ww, mandoc -Tlint
+	clang libclang-rt-14-dev             # fuzz stage: -fsanitize=fuzzer needs libclang_rt.fuzzer
 )
 
 PC_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

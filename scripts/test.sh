@@ -8,6 +8,14 @@
 #   plain     meson test in build/
 #   valgrind  meson test --setup=valgrind in build/
 #   asan      a separate build-asan/ with -Db_sanitize=address,undefined
+#   tsan      a separate build-tsan/ with -Db_sanitize=thread (gcc's libtsan):
+#             the unit, kernel and root suites; any report fails the stage
+#   helgrind  valgrind --tool=helgrind on the threads test (in build/)
+#   fuzz      a clang build-fuzz/ with -Dfuzzing=true, then each libFuzzer
+#             target fuzz/fuzz-* for PC_FUZZ_SECONDS (default 60) over a
+#             copy of its seeds fuzz/corpus/<target> (the tree's corpus
+#             never grows here); a crash, leak or timeout fails the stage
+#             and its input is printed (path and hexdump)
 # --quick runs the plain stage only. All stages run even when one fails.
 #
 # After each stage every skip is listed: tests meson reports as SKIP and the
@@ -121,6 +129,122 @@ if ((!quick)); then
 	export ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:abort_on_error=1:detect_leaks=1:print_summary=1}
 	export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:abort_on_error=1}
 	run_stage asan build-asan "-Db_sanitize=address,undefined -Db_lundef=false"
+
+	# A ThreadSanitizer report ends the test process with exit code 66,
+	# which fails its test and the stage (in a forked Check case too: the
+	# case reports an early exit). tests/tsan.supp (added by meson) says
+	# why io_uring ring memory is excluded. The abi suite is left out: it
+	# runs python and the compilers against the headers and the installed
+	# library, so no code of ours runs threads there.
+	export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:exitcode=66:second_deadlock_stack=1}
+	tsan_args=(--suite unit --suite kernel --suite root)
+	# gcc 12's ThreadSanitizer lays out its shadow memory for at most 28
+	# bits of mmap randomization; kernels set to more (vm.mmap_rnd_bits=32 on
+	# recent Ubuntu) make it die with "unexpected memory mapping". There the
+	# tests run with address randomization off for them alone (setarch -R).
+	rnd_bits=$(cat /proc/sys/vm/mmap_rnd_bits 2>/dev/null || echo 0)
+	if ((rnd_bits > 28)); then
+		pc_log "test: vm.mmap_rnd_bits is $rnd_bits: tsan tests run under setarch -R"
+		tsan_args+=(--wrapper "setarch $(uname -m) -R")
+	fi
+	run_stage tsan build-tsan "-Db_sanitize=thread -Db_lundef=false" "${tsan_args[@]}"
+
+	# helgrind, once per run, on the test written for it: a few seconds.
+	# tests/helgrind.supp says why pc_detect_*()'s reads are suppressed.
+	run_stage helgrind build "" --setup=helgrind threads
+fi
+
+# The fuzz stage: one "test" per target. Each runs over a copy of its seeds
+# in build-fuzz/fuzz-run/<target>/corpus; libFuzzer writes a failing input
+# to build-fuzz/fuzz-run/<target>/artifacts/ (crash-*, leak-*, timeout-*,
+# oom-*). fuzz/<target>.dict is passed as -dict, and the [libfuzzer]
+# "key = value" lines of fuzz/<target>.options as -key=value.
+run_fuzz_stage() {
+	local name=fuzz dir=build-fuzz start result=PASS passed=0 failed=0
+	local seconds=${PC_FUZZ_SECONDS:-60}
+	start=$(now)
+	printf '\n==== stage %s ====\n' "$name"
+
+	if ! (export CC=clang && pc_setup_build "$dir" -Dfuzzing=true -Db_lundef=false \
+		-Dtests=disabled -Dexamples=false -Ddocs=disabled); then
+		result="FAIL (build)"
+		failed=1
+	else
+		local corpus target exe work rc key value stats a
+		local -a args artifacts
+		for corpus in "$PC_ROOT"/fuzz/corpus/*/; do
+			target=$(basename "$corpus")
+			exe=$PC_ROOT/$dir/fuzz/$target
+			work=$PC_ROOT/$dir/fuzz-run/$target
+			if [[ ! -x $exe ]]; then
+				printf 'fuzz %s: FAIL: fuzz/corpus/%s has no target %s\n' "$target" "$target" "$exe"
+				failed=$((failed + 1))
+				continue
+			fi
+			rm -rf "$work"
+			mkdir -p "$work/corpus" "$work/artifacts"
+			cp -a -- "$corpus." "$work/corpus/"
+			args=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048
+				-artifact_prefix="$work/artifacts/" -print_final_stats=1)
+			if [[ -f $PC_ROOT/fuzz/$target.dict ]]; then
+				args+=(-dict="$PC_ROOT/fuzz/$target.dict")
+			fi
+			if [[ -f $PC_ROOT/fuzz/$target.options ]]; then
+				while IFS='=' read -r key value; do
+					key=${key//[[:space:]]/}
+					value=${value//[[:space:]]/}
+					if [[ -n $key && $key != \#* && $key != \[* ]]; then
+						args+=("-$key=$value")
+					fi
+				done <"$PC_ROOT/fuzz/$target.options"
+			fi
+			rc=0
+			"$exe" "${args[@]}" "$work/corpus" >"$work/log" 2>&1 || rc=$?
+			stats=$(awk '/^stat::number_of_executed_units:/ { n = $2 }
+				/^stat::average_exec_per_sec:/ { r = $2 }
+				/^stat::new_units_added:/ { u = $2 }
+				/^stat::peak_rss_mb:/ { m = $2 }
+				END { printf "%s execs, %s/s, %s new units, peak RSS %s MB", n, r, u, m }' "$work/log")
+			mapfile -t artifacts < <(find "$work/artifacts" -type f | sort)
+			if ((rc == 0 && ${#artifacts[@]} == 0)); then
+				printf 'fuzz %s: PASS in %ss: %s\n' "$target" "$seconds" "$stats"
+				passed=$((passed + 1))
+				continue
+			fi
+			printf 'fuzz %s: FAIL (exit %d): %s\n' "$target" "$rc" "$stats"
+			failed=$((failed + 1))
+			printf -- '---- %s: the end of %s\n' "$target" "$work/log"
+			tail -n 40 "$work/log"
+			for a in "${artifacts[@]}"; do
+				printf -- '---- %s: failing input %s (%s bytes); replay: %s %s\n' \
+					"$target" "$a" "$(stat -c %s "$a")" "$exe" "$a"
+				# head may close the pipe early: that is not a failure
+				od -A x -t x1z -v "$a" | head -n 16 || true
+			done
+		done
+		if ((passed + failed == 0)); then
+			printf 'fuzz: no corpus directories in fuzz/corpus\n'
+			failed=1
+		fi
+	fi
+	if ((failed > 0)) && [[ $result == PASS ]]; then
+		result=FAIL
+	fi
+
+	local secs
+	secs=$(awk -v a="$start" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
+	printf '==== stage %s: %s in %ss (%d passed, %d failed, %d skipped)\n' \
+		"$name" "$result" "$secs" "$passed" "$failed" 0
+	stage_names+=("$name")
+	stage_results+=("$result")
+	stage_times+=("$secs")
+	stage_counts+=("$passed passed, $failed failed, 0 skipped")
+	total_passed=$((total_passed + passed))
+	total_failed=$((total_failed + failed))
+}
+
+if ((!quick)); then
+	run_fuzz_stage
 fi
 
 status=0

@@ -115,7 +115,9 @@ static uint64_t first_checked_page(void)
  */
 static size_t false_misses_allowed(size_t hits)
 {
-	return 1 + hits / 1000;
+	/* 1 in 10^5 on a quiet machine; 8 in 2000 seen with load 7 on 2 cores
+	 * (busy folios); a prober answering for the wrong page gets half */
+	return 1 + hits / 100;
 }
 
 /*
@@ -235,7 +237,8 @@ static const char *probe_vs_mincore(struct pc_prober *p, const char *path,
 		else if (pages[i] >= npages)
 			out->eof++;
 		else if (want)
-			out->hits++, out->false_misses += !resident[i];
+			/* reclaimed between mincore and the probe: a true miss */
+			out->hits++, out->false_misses += !resident[i] && after[pages[i]];
 		else if (resident[i] && !after[pages[i]])
 			fail = FAIL("page %llu (answer %zu of %zu) answered 1, not resident "
 				    "before nor after", (unsigned long long)pages[i], i, n);

@@ -1088,7 +1088,7 @@ END_TEST
 
 struct shrinker {
 	const char *path;
-	volatile int stop;
+	int stop;               /* __atomic: read by the shrinker, set by the case */
 	uint64_t max_pages;
 };
 
@@ -1100,7 +1100,7 @@ static void *shrink_loop(void *arg)
 
 	if (fd < 0)
 		return NULL;
-	for (uint64_t i = 0; !sh->stop; i++) {
+	for (uint64_t i = 0; !__atomic_load_n(&sh->stop, __ATOMIC_RELAXED); i++) {
 		/* grow with a few cached pages, then cut back */
 		if (ftruncate(fd, (off_t)(sh->max_pages * ps)) < 0)
 			break;
@@ -1135,7 +1135,7 @@ START_TEST(file_shrinking_during_scans_does_not_crash)
 		ck_assert_uint_le(pc_residency_resident(r), pc_residency_npages(r));
 		pc_residency_free(r);
 	}
-	sh.stop = 1;
+	__atomic_store_n(&sh.stop, 1, __ATOMIC_RELAXED);
 	pthread_join(t, NULL);
 	close(fd);
 }

@@ -822,7 +822,8 @@ def case_usage_errors(env):
                  ["restore", "a", "b"], ["restore", "--rate", "0"],
                  ["restore", "--strategy", "mmap"], ["restore", "--order", "random"],
                  ["restore", "--max-bytes", "lots"], ["diff", "x"], ["diff", "-", "-"],
-                 ["dump", "--bogus", "."]):
+                 ["dump", "--bogus", "."], ["dump", "--files-from", "-", "."],
+                 ["dump", "--max-size", "12Q", "."], ["restore", "--chunk", "1"]):
         rc, out, err = run(args)
         check(rc == 2 and err, f"{args}: exit {rc}, want 2")
     for cmd in ("dump", "restore", "diff"):

@@ -368,6 +368,27 @@ START_TEST(write_file_takes_quality_and_runs_from_residency)
 }
 END_TEST
 
+START_TEST(write_file_refuses_a_writer_of_another_page_size)
+{
+	struct pc_snapshot_info info = test_info();
+	struct pc_snapshot_file m = meta(16 * 4096, PC_QUALITY_EXACT);
+	struct pc_residency *r = fake_residency(16, PC_QUALITY_EXACT, 1);
+	struct pc_snapshot_writer *w;
+	int fd = memfd();
+
+	/* pc_residency() counts this machine's pages, the writer another unit */
+	info.page_size = (uint32_t)pc_page_size() / 4;
+	pc_bitmap_set(r->bits, 3);
+	r->resident = 1;
+	ck_assert_int_eq(pc_snapshot_writer_new(fd, &info, &w), 0);
+	ck_assert_int_eq(pc_snapshot_write_file(w, "a", &m, r), -EINVAL);
+	ck_assert_int_eq(pc_snapshot_writer_finish(w), 0); /* an argument error: not sticky */
+	pc_snapshot_writer_free(w);
+	close(fd);
+	pc_residency_free(r);
+}
+END_TEST
+
 START_TEST(writer_refuses_bad_input)
 {
 	static const struct pc_run unsorted[] = { { 10, 2 }, { 11, 1 } };
@@ -1149,6 +1170,7 @@ int main(void)
 	tcase_add_test(rt, round_trip_synthetic_records);
 	tcase_add_test(rt, write_file_takes_quality_and_runs_from_residency);
 	tcase_add_test(rt, writer_refuses_bad_input);
+	tcase_add_test(rt, write_file_refuses_a_writer_of_another_page_size);
 	tcase_add_test(rt, million_runs_stream_through_a_pipe);
 	tcase_add_test(rt, unread_runs_are_skipped_and_checked);
 	suite_add_tcase(s, rt);

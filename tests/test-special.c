@@ -1342,7 +1342,7 @@ END_TEST
 
 struct grower {
 	const char *path;
-	volatile int stop;
+	int stop;               /* __atomic: read by the grower, set by the case */
 };
 
 static void *grow_loop(void *arg)
@@ -1353,7 +1353,7 @@ static void *grow_loop(void *arg)
 
 	if (fd < 0)
 		return NULL;
-	for (uint64_t i = 1; !g->stop; i++) {
+	for (uint64_t i = 1; !__atomic_load_n(&g->stop, __ATOMIC_RELAXED); i++) {
 		/* grow by 64 pages at a time, writing the last one; restart at 4096 */
 		uint64_t pages = 64 + (i % 64) * 64;
 
@@ -1392,7 +1392,7 @@ START_TEST(file_growing_during_scans_covers_the_start_size)
 		ck_assert_uint_le(pc_residency_resident(r), pc_residency_npages(r));
 		pc_residency_free(r);
 	}
-	g.stop = 1;
+	__atomic_store_n(&g.stop, 1, __ATOMIC_RELAXED);
 	pthread_join(t, NULL);
 	close(fd);
 }

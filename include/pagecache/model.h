@@ -298,11 +298,17 @@ int pcm_munmap(struct pcm_task *t, uint64_t addr, uint64_t length);
  *    cached and up to date before this fault, in the block of
  *    PCM_TUNE_FAULT_AROUND_PAGES virtual pages (aligned) that holds @addr,
  *    clamped to the VMA and EOF. Then, if the page is not cached, the
- *    read-around reads pages in: under the fd's FADV_RANDOM (or with
- *    readahead 0) that page only, else a window of PCM_TUNE_READAHEAD_PAGES
- *    pages starting half of that before the page (clamped to 0 and EOF);
- *    only absent pages are read, a pending one is waited for. Then the page
- *    is mapped. Pages the read-around brought in stay unmapped.
+ *    read-around reads pages in: a window of PCM_TUNE_READAHEAD_PAGES
+ *    pages starting half of that before the page (clamped to 0 and EOF),
+ *    or with readahead 0 that page only; the fd's FADV_RANDOM does not
+ *    apply to faults (seen on 6.18: only madvise(MADV_RANDOM), which the
+ *    model lacks, stops read-around); only absent pages are read, a
+ *    pending one is waited for. A fault that waited for a read is
+ *    retried, as the kernel retries it after waiting with mmap_lock
+ *    dropped: fault-around runs again and maps the block's pages that are
+ *    cached now, those the read-around brought in included (seen on
+ *    6.18; not on tmpfs, nor for PCM_FILE_NO_INODE). Then the page is
+ *    mapped.
  *  - empty, file VMA, write: the same read-around (no fault-around); on
  *    MAP_SHARED the page is mapped and dirty; on MAP_PRIVATE an anonymous
  *    copy is mapped (the file page stays cached).
@@ -406,8 +412,9 @@ int pcm_fsync(struct pcm_fd *fd);
  * unless the fd is open for writing or the task owns the file, holds
  * CAP_FOWNER or may write it; open: no check). Counts over the file's
  * pages that intersect the range: cache = present (up to date or not),
- * dirty, writeback = 0, evicted = shadow entries and tmpfs pages in swap,
- * recently_evicted = evicted.
+ * dirty (always 0 on tmpfs, whose dirty pages are not tagged where
+ * cachestat looks: seen on 6.18), writeback = 0, evicted = shadow entries
+ * and tmpfs pages in swap, recently_evicted = evicted.
  */
 int pcm_cachestat(struct pcm_fd *fd, uint64_t off, uint64_t len, struct pc_cachestat *out);
 

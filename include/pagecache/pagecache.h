@@ -430,7 +430,9 @@ int pc_snapshot_writer_new(int fd, const struct pc_snapshot_info *info,
  * not supported) created with @mode (umask applies);
  * pc_snapshot_writer_finish() fsyncs it and renames it over @path, then
  * fsyncs the directory. A writer that fails or is freed unfinished leaves
- * no file behind and @path as it was. Returns 0 or -errno.
+ * no file behind and @path as it was, except when only that last fsync of
+ * the directory fails: @path then names the new snapshot already.
+ * Returns 0 or -errno.
  * @since 0.1
  */
 int pc_snapshot_writer_new_at(int dirfd, const char *path, mode_t mode,
@@ -445,10 +447,15 @@ int pc_snapshot_writer_new_at(int dirfd, const char *path, mode_t mode,
  * be scanned) is recorded as unknown with no runs, never as resident. A
  * PC_RES_COUNT_ONLY result will do when none or all of its pages are
  * resident; otherwise it gives -ENODATA (scan again with the bitmap).
- * Records are written out as they fill (64 KiB of runs at most in memory).
+ * @r's page numbers are in pc_page_size() pages: a writer declared with
+ * another page size gives -EINVAL (pc_snapshot_write_runs() takes runs in
+ * the writer's unit). Scan the whole file (pages @r does not cover are
+ * recorded as not resident).
+ * Records are written out as they fill (64 KiB of runs per record).
  * Returns 0 or -errno: -EINVAL for a bad path, -ENAMETOOLONG past
- * PC_SNAPSHOT_PATH_MAX, a write error. After an error every call of this
- * writer returns it again.
+ * PC_SNAPSHOT_PATH_MAX, a write error. An argument error writes nothing
+ * and leaves the writer usable; a write error is sticky: every later call
+ * of this writer returns it again.
  * @since 0.1
  */
 int pc_snapshot_write_file(struct pc_snapshot_writer *w, const char *relpath,
@@ -537,10 +544,15 @@ int pc_snapshot_next_run(struct pc_snapshot_reader *rd, struct pc_run *run);
 const char *pc_snapshot_reader_error(const struct pc_snapshot_reader *rd);
 uint64_t pc_snapshot_reader_error_offset(const struct pc_snapshot_reader *rd);
 
-/*
- * Header accessors, valid after pc_snapshot_read_header() returned 0 (0 or
- * NULL before). Modes are the raw recorded values (a newer writer may
- * record values this library has no name for). @since 0.1
+/**
+ * pc_snapshot_reader_version(), pc_snapshot_reader_page_size(),
+ * pc_snapshot_reader_capture_time(), pc_snapshot_reader_mincore_mode(),
+ * pc_snapshot_reader_cachestat_mode(), pc_snapshot_reader_nowait_mode() -
+ * the header's format version, page size of the runs in bytes, capture time
+ * (CLOCK_REALTIME ns) and the capturing machine's detected modes. Valid
+ * after pc_snapshot_read_header() returned 0 (0 before, and when it failed).
+ * Modes are the raw recorded values (a newer writer may record values this
+ * library has no name for). @since 0.1
  */
 int pc_snapshot_reader_version(const struct pc_snapshot_reader *rd);
 uint32_t pc_snapshot_reader_page_size(const struct pc_snapshot_reader *rd);
@@ -548,9 +560,9 @@ int64_t pc_snapshot_reader_capture_time(const struct pc_snapshot_reader *rd);
 int pc_snapshot_reader_mincore_mode(const struct pc_snapshot_reader *rd);
 int pc_snapshot_reader_cachestat_mode(const struct pc_snapshot_reader *rd);
 int pc_snapshot_reader_nowait_mode(const struct pc_snapshot_reader *rd);
-/** The root recorded at capture ("" when none). @since 0.1 */
+/** The root recorded at capture ("" when none; NULL before the header). @since 0.1 */
 const char *pc_snapshot_reader_root(const struct pc_snapshot_reader *rd);
-/** Who wrote it, e.g. "libpagecache 0.1.0". @since 0.1 */
+/** Who wrote it, e.g. "libpagecache 0.1.0" (NULL before the header). @since 0.1 */
 const char *pc_snapshot_reader_generator(const struct pc_snapshot_reader *rd);
 
 /**
@@ -577,8 +589,9 @@ struct pc_warm_opts {
 	size_t size;              /* sizeof(struct pc_warm_opts) */
 	int strategy;             /* enum pc_warm_strategy */
 	unsigned int queue_depth; /* io_uring reads in flight, 1..256; 0: 8 */
-	uint64_t chunk_bytes;     /* bytes per readahead call or read; 0: 2 MiB.
-				     One readahead call brings at most ~8 MiB */
+	uint64_t chunk_bytes;     /* bytes per readahead step or read; 0: 2 MiB,
+				     at most 64 MiB (a readahead step larger
+				     than 8 MiB goes out as several calls) */
 	uint64_t max_bytes;       /* budget of bytes to read; 0: no limit */
 	void (*progress)(uint64_t bytes_done, void *arg); /* after each call or read */
 	void *progress_arg;
@@ -588,7 +601,7 @@ struct pc_warm_opts {
 /** What pc_warm() did, in pages. Set @size first. */
 struct pc_warm_stats {
 	size_t size;              /* sizeof(struct pc_warm_stats) */
-	uint64_t pages_wanted;    /* pages in the runs given */
+	uint64_t pages_wanted;    /* pages in the runs taken (all, unless stopped) */
 	uint64_t pages_beyond_eof;/* of those, past the file's current end: skipped */
 	uint64_t pages_resident;  /* of those, already resident: skipped */
 	uint64_t pages_read;      /* of those, read (or readahead asked for) */
@@ -608,7 +621,8 @@ struct pc_warm_stats {
  * completed. @opts may be NULL; @stats may be NULL.
  * Thread-safe; @opts->cancel may be set from any thread.
  * Returns the bytes read or queued (>= 0), or -errno: -EINVAL (bad runs or
- * options, not a regular file), -EOPNOTSUPP (io_uring unavailable),
+ * options, neither a regular file nor a block device), -EOPNOTSUPP
+ * (io_uring unavailable),
  * -ECANCELED (@stats says how far it got), a read error.
  * @since 0.1
  */

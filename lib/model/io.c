@@ -246,7 +246,10 @@ int pcm_cachestat_flags(struct pcm_fd *fd, uint64_t off, uint64_t len, unsigned 
 
 		if (s & PCM_PAGE_PRESENT)
 			out->cache++;
-		if (s & PCM_PAGE_DIRTY)
+		/* tmpfs keeps its dirty pages untagged in the page cache, where
+		 * cachestat looks for them (seen on 6.18: a written memfd
+		 * reports dirty 0) */
+		if ((s & PCM_PAGE_DIRTY) && has_pagecache_io(f))
 			out->dirty++;
 		if (s & (PCM_PAGE_SHADOW | PCM_PAGE_SWAP)) {
 			out->evicted++;

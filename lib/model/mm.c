@@ -282,14 +282,16 @@ static void fault_around(struct pcm_task *t, struct pcm_vma *v, uint64_t vpage)
 }
 
 /* Read-around for a missing page (not for shmem or hugetlbfs): a window
- * of readahead_pages around it, or the page alone under FADV_RANDOM. */
+ * of readahead_pages around it. The fault path does not look at the fd's
+ * FADV_RANDOM (seen on 6.18: a fault through such a fd reads the whole
+ * window); only readahead 0 makes it read the page alone. */
 static void read_around(struct pcm_fd *fd, uint64_t page)
 {
 	struct pcm_file *f = fd->file;
 	uint64_t ra = fd->task->k->readahead_pages;
 	uint64_t from, to;
 
-	if (fd->random || ra == 0) {
+	if (ra == 0) {
 		pcm_file_read_in(f, page);
 		return;
 	}
@@ -318,9 +320,16 @@ static int file_fault(struct pcm_task *t, struct pcm_vma *v, uint64_t i, int wri
 	if (!write)
 		fault_around(t, v, v->start / t->k->page_size + i);
 	if (!pcm_page_cached(f, page)) {
+		int disk = !(f->attrs & (PCM_F_SHMEM | PCM_F_NO_INODE));
+
 		if (!(f->attrs & PCM_F_SHMEM) && !(f->pages[page] & PCM_PAGE_PRESENT))
 			read_around(v->fd, page);
 		pcm_file_read_wait(f, page);
+		/* The kernel waits for the read with mmap_lock dropped and
+		 * retries the fault; the retry's fault-around maps what the
+		 * read-around brought into the block (seen on 6.18). */
+		if (disk && !write)
+			fault_around(t, v, v->start / t->k->page_size + i);
 	}
 	if (write && private) {
 		v->pte[i] = PCM_PTE_PRESENT | PCM_PTE_ANON;

@@ -18,6 +18,10 @@
 
 /* ---- subcommands (main.c holds the table) ---- */
 int cmd_stat(int argc, char **argv);
+int cmd_audit(int argc, char **argv);
+int cmd_evict(int argc, char **argv);
+int cmd_touch(int argc, char **argv);
+int cmd_lock(int argc, char **argv);
 
 /* ---- util.c ---- */
 extern const char *pc_cli_name; /* "pagecache" */
@@ -25,8 +29,15 @@ extern const char *pc_cli_name; /* "pagecache" */
 /* "pagecache: PATH: reason" on stderr, PATH escaped (path may be NULL). */
 void cli_error(const char *path, size_t pathlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* "pagecache CMD: message" and "Try 'pagecache CMD --help'." on stderr;
+ * returns PC_EXIT_USAGE. */
+int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The getopt_long error cases (':' and '?') as a usage error. */
+int usage_getopt_error(const char *cmd, int opt, char **argv);
 /* 1024-based human units with one decimal below 10: "0", "512", "4.0K", "12M". */
 void human_bytes(uint64_t bytes, char *buf, size_t size);
+/* v in decimal into buf (room for 21 bytes); returns the length. */
+size_t u64_str(uint64_t v, char *buf);
 /* "123", "1K", "2.5M", "8G" with K M G T P suffixes (1024-based) into *out;
  * -EINVAL on junk, -ERANGE on overflow. */
 int parse_size(const char *s, uint64_t *out);
@@ -36,6 +47,27 @@ int parse_uint(const char *s, uint64_t max, uint64_t *out);
 unsigned int terminal_width(int fd);
 /* Monotonic time in seconds. */
 double now_seconds(void);
+/* The size in bytes of an open regular file or block device; -errno. */
+int file_bytes(int fd, const struct stat *st, uint64_t *out);
+/* Open path (beneath dirfd; a /proc magic link is fine) for reading only
+ * if it is a regular file: the type is decided on an O_PATH fd, which runs
+ * no device driver, and that very inode is reopened through /proc/self/fd.
+ * Returns the fd, -EINVAL when it is not a regular file (nothing was opened;
+ * *st says what it is), or -errno. */
+int open_regular_at(int dirfd, const char *path, struct stat *st);
+
+/* A progress line on stderr for work longer than about a second, redrawn
+ * at most four times a second; only when enabled (a terminal, no -q). */
+struct progress {
+	bool enabled, shown;
+	double start, last;
+};
+void progress_init(struct progress *p, bool enabled);
+/* true when it is time to redraw (and the caller should call progress_show) */
+bool progress_due(struct progress *p);
+void progress_show(struct progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Erase the line (before other output to stderr or at the end). */
+void progress_clear(struct progress *p);
 /* Grow-only byte buffer. */
 struct buf {
 	char *data;
@@ -133,7 +165,39 @@ void report_row(struct report *rep, const struct row *row);
 void report_error(struct report *rep, const char *path, size_t len, int err, const char *msg);
 void report_note(struct report *rep, const char *path, size_t len, const char *why);
 void report_end(struct report *rep, const struct totals *t);
+/* The fields of the "kernel" object (mincore, cachestat, io_uring, ...). */
+void report_json_kernel(struct report *rep);
+/* The "errors" and "skipped" arrays of a JSON document (held messages). */
+void report_write_held(struct report *rep);
+/* "path", and "path_base64" when the path is not valid UTF-8. */
+void json_path(struct json *j, const char *path, size_t len);
 void report_free(struct report *rep);
+
+/* ---- action.c: what evict, touch and lock share ---- */
+/* The start of each of their contexts: counts, messages, progress. */
+struct action {
+	const char *cmd;
+	struct report rep;           /* rep.mode OUT_JSON: messages held for it */
+	struct progress progress;
+	bool quiet, verbose, json;
+	uint64_t max_size;           /* from the selection */
+	uint64_t files, errors, skipped, filtered;
+};
+/* walk_ops callbacks; ctx points to a struct action */
+void action_note(void *ctx, const char *path, size_t len, const char *why);
+void action_error(void *ctx, const char *path, size_t len, int err, const char *msg);
+/* Start the JSON document ("format_version", "command", "kernel", "files": [). */
+void action_json_begin(struct action *a);
+/* Close "files", write "errors" and "skipped", open "totals" (the caller
+ * fills it and calls action_json_end). */
+void action_json_totals(struct action *a);
+void action_json_end(struct action *a);
+/* 1 (and counted as filtered) when the file is over --max-size. */
+bool action_too_big(struct action *a, uint64_t size);
+/* Exit status from the counts, after flushing standard output. */
+int action_status(struct action *a);
+/* 1 if the calling thread has capability cap in its effective set. */
+bool cap_effective(int cap);
 
 /* ---- walk.c ---- */
 struct walk;
@@ -141,13 +205,15 @@ struct walk;
 struct walk_ops {
 	/* An open regular file (or a block device named on the command line):
 	 * fd is O_RDONLY|O_NONBLOCK, st its fstat. Return 0, or -errno to
-	 * report an error for this file (the walk goes on). */
+	 * report an error for this file (the walk goes on). The walk closes
+	 * fd after the call, unless takes_fd: then file() owns it, always. */
 	int (*file)(void *ctx, int fd, const struct stat *st, const char *path, size_t pathlen);
 	/* Something skipped that is not a failure (a FIFO, a symlink ...). */
 	void (*note)(void *ctx, const char *path, size_t pathlen, const char *why);
 	/* A failure on path: err is -errno; msg, when not NULL, says it better
 	 * than strerror. */
 	void (*error)(void *ctx, const char *path, size_t pathlen, int err, const char *msg);
+	bool takes_fd;
 };
 
 struct walk_opts {
@@ -163,6 +229,64 @@ int walk_new(const struct walk_opts *opts, const struct walk_ops *ops, void *ctx
  * Symlinks named here are followed. Returns 0 (per-file problems go to
  * ops->error) or -ENOMEM. */
 int walk_path(struct walk *w, const char *path);
+/* Measure an fd opened by the caller (--pid) under the name path: regular
+ * files only, counted once like the rest. Takes fd. Returns 0 or -ENOMEM. */
+int walk_fd(struct walk *w, int fd, const char *path, size_t pathlen);
+/* Report a problem through ops->error / ops->note, in the walk's order. */
+void walk_error(struct walk *w, const char *path, size_t pathlen, int err, const char *msg);
+void walk_note(struct walk *w, const char *path, size_t pathlen, const char *why);
 void walk_free(struct walk *w);
+
+/* ---- pipeline.c: a second thread for the walk's callbacks ---- */
+struct pipeline;
+/* Run inner's callbacks on a second thread, in the order the walk makes
+ * them: walk with pipeline_walk_ops and the pipeline as ctx. -EOPNOTSUPP
+ * where it would not help (one CPU, few fds), -ENOMEM, -EAGAIN. */
+int pipeline_new(const struct walk_ops *inner, void *inner_ctx, struct pipeline **out);
+extern const struct walk_ops pipeline_walk_ops;
+/* Wait until every event is handled, then free it. 0 or -ENOMEM. */
+int pipeline_finish(struct pipeline *p);
+
+/* ---- pid.c: --pid ---- */
+/* The regular files process pid has open (/proc/PID/fd) or mapped
+ * (/proc/PID/maps), each once, through walk_fd. Returns 0 or -ENOMEM. */
+int walk_pid(struct walk *w, const char *pid);
+
+/* ---- select.c: the options that choose files, shared by the commands
+ * that walk (stat, evict, touch, lock) ---- */
+enum {
+	OPT_SEL_INCLUDE = 1000, OPT_SEL_EXCLUDE, OPT_SEL_MAX_SIZE, OPT_SEL_FILES_FROM,
+	OPT_SEL_PID,
+};
+#define SELECTION_SHORT_OPTIONS "Lx0"
+#define SELECTION_LONG_OPTIONS \
+	{ "dereference", no_argument, NULL, 'L' }, \
+	{ "one-file-system", no_argument, NULL, 'x' }, \
+	{ "include", required_argument, NULL, OPT_SEL_INCLUDE }, \
+	{ "exclude", required_argument, NULL, OPT_SEL_EXCLUDE }, \
+	{ "max-size", required_argument, NULL, OPT_SEL_MAX_SIZE }, \
+	{ "files-from", required_argument, NULL, OPT_SEL_FILES_FROM }, \
+	{ "null", no_argument, NULL, '0' }, \
+	{ "pid", required_argument, NULL, OPT_SEL_PID }
+extern const char selection_help[];
+
+struct selection {
+	struct walk_opts wo;
+	size_t ninclude, nexclude;
+	const char *files_from;
+	bool nul;
+	uint64_t max_size;          /* UINT64_MAX: no limit */
+	char **pids;                /* --pid, repeatable */
+	size_t npids;
+};
+void selection_init(struct selection *s);
+/* Handle opt if it is a selection option: 1 handled, 0 not one of them,
+ * PC_EXIT_USAGE (> 1) after a usage message, -ENOMEM. */
+int selection_option(struct selection *s, const char *cmd, int opt, char *arg);
+/* After option parsing: usage checks (PC_EXIT_USAGE after a message) or 0. */
+int selection_check(const struct selection *s, const char *cmd, int npaths);
+/* Walk the paths, then --files-from, then --pid. 0 or -ENOMEM. */
+int selection_walk(struct selection *s, struct walk *w, int npaths, char **paths);
+void selection_free(struct selection *s);
 
 #endif

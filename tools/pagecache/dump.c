@@ -38,9 +38,7 @@ struct dump_ctx {
 	uint64_t files, pages, resident, runs_total, unknown, perturbed;
 	uint64_t errors, skipped, filtered, not_written;
 	uint64_t warned;
-	/* progress */
-	bool progress, progress_shown;
-	double start, last_progress;
+	struct progress progress;
 };
 
 static const char dump_usage[] =
@@ -85,8 +83,7 @@ static const char dump_usage[] =
 	"be written, 2 usage error.\n";
 
 enum {
-	OPT_ROOT = 256, OPT_FORMAT, OPT_JSON, OPT_INCLUDE, OPT_EXCLUDE, OPT_MAX_SIZE,
-	OPT_ALLOW_PERTURB,
+	OPT_ROOT = 256, OPT_FORMAT, OPT_JSON, OPT_ALLOW_PERTURB,
 };
 
 static const struct option dump_options[] = {
@@ -95,54 +92,22 @@ static const struct option dump_options[] = {
 	{ "format", required_argument, NULL, OPT_FORMAT },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "quiet", no_argument, NULL, 'q' },
-	{ "dereference", no_argument, NULL, 'L' },
-	{ "one-file-system", no_argument, NULL, 'x' },
-	{ "include", required_argument, NULL, OPT_INCLUDE },
-	{ "exclude", required_argument, NULL, OPT_EXCLUDE },
-	{ "max-size", required_argument, NULL, OPT_MAX_SIZE },
+	SELECTION_LONG_OPTIONS,
 	{ "allow-perturb", no_argument, NULL, OPT_ALLOW_PERTURB },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static int usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "%s dump: ", pc_cli_name);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nTry 'pagecache dump --help'.\n");
-	return PC_EXIT_USAGE;
-}
-
-static void progress_clear(struct dump_ctx *c)
-{
-	if (c->progress_shown) {
-		fputs("\r\033[K", stderr);
-		c->progress_shown = false;
-	}
-}
-
 static void progress_tick(struct dump_ctx *c)
 {
-	double t;
 	char res[32];
 
-	if (!c->progress)
+	if (!progress_due(&c->progress))
 		return;
-	t = now_seconds();
-	if (t - c->start < 1.0 || t - c->last_progress < 0.25)
-		return;
-	c->last_progress = t;
 	human_bytes(c->resident * (uint64_t)pc_page_size(), res, sizeof(res));
-	fprintf(stderr, "\r\033[K%s dump: %llu files, %s resident, %.0f files/s", pc_cli_name,
-		(unsigned long long)c->files, res, (double)c->files / (t - c->start));
-	fflush(stderr);
-	c->progress_shown = true;
+	progress_show(&c->progress, "dump: %llu files, %s resident, %.0f files/s",
+		      (unsigned long long)c->files, res,
+		      (double)c->files / (now_seconds() - c->progress.start));
 }
 
 static void warn_file(struct dump_ctx *c, const char *path, size_t len, const char *fmt, ...)
@@ -157,7 +122,7 @@ static void warn_file(struct dump_ctx *c, const char *path, size_t len, const ch
 		return;
 	if (++c->warned > WARN_LIMIT) {
 		if (c->warned == WARN_LIMIT + 1) {
-			progress_clear(c);
+			progress_clear(&c->progress);
 			cli_error(NULL, 0, "more warnings left out (the summary counts them)");
 		}
 		return;
@@ -165,7 +130,7 @@ static void warn_file(struct dump_ctx *c, const char *path, size_t len, const ch
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	progress_clear(c);
+	progress_clear(&c->progress);
 	cli_error(path, len, "%s", msg);
 }
 
@@ -293,7 +258,7 @@ static void on_note(void *ctx, const char *path, size_t len, const char *why)
 	c->skipped++;
 	if (c->quiet)
 		return;
-	progress_clear(c);
+	progress_clear(&c->progress);
 	cli_error(path, len, "%s", why);
 }
 
@@ -302,7 +267,7 @@ static void on_error(void *ctx, const char *path, size_t len, int err, const cha
 	struct dump_ctx *c = ctx;
 
 	c->errors++;
-	progress_clear(c);
+	progress_clear(&c->progress);
 	cli_error(path, len, "%s", msg ? msg : strerror(-err));
 }
 
@@ -311,18 +276,6 @@ static const struct walk_ops dump_walk_ops = {
 	.note = on_note,
 	.error = on_error,
 };
-
-static int add_pattern(char ***list, size_t *n, char *pattern)
-{
-	char **l = realloc(*list, (*n + 2) * sizeof(*l));
-
-	if (!l)
-		return -ENOMEM;
-	l[(*n)++] = pattern;
-	l[*n] = NULL;
-	*list = l;
-	return 0;
-}
 
 /* Where real (an absolute, resolved path) sits beneath root: a malloc'ed
  * relative path ("" for the root itself), or NULL when it is outside. */
@@ -461,24 +414,33 @@ static void summary(struct dump_ctx *c, FILE *f, bool json, const char *out, int
 int cmd_dump(int argc, char **argv)
 {
 	struct dump_ctx c = { 0 };
-	struct walk_opts wo = { 0 };
+	struct selection sel;
 	struct pc_snapshot_info info = { .size = sizeof(info) };
 	struct hc_out ho = { .fd = -1, .dirfd = -1 };
 	struct walk *w = NULL;
 	const char *out = NULL, *root_arg = NULL;
 	char *root = NULL;
-	size_t ninclude = 0, nexclude = 0;
 	bool json = false, to_stdout;
 	off_t out_start = 0;
 	int64_t size = -1;
 	int opt, ret = 0, status, rootfd = -1;
 	FILE *sf;
 
-	c.max_size = UINT64_MAX;
+	selection_init(&sel);
 	c.fmt = SNAP_NATIVE;
 	optind = 1;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":ho:qLx", dump_options, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":ho:q" SELECTION_SHORT_OPTIONS, dump_options,
+				  NULL)) != -1) {
+		ret = selection_option(&sel, "dump", opt, optarg);
+		if (ret < 0)
+			goto nomem;
+		if (ret > 1)
+			goto out;
+		if (ret == 1) {
+			ret = 0;
+			continue; /* a selection option */
+		}
 		switch (opt) {
 		case 'h':
 			fputs(dump_usage, stdout);
@@ -487,54 +449,40 @@ int cmd_dump(int argc, char **argv)
 		case OPT_ROOT: root_arg = optarg; break;
 		case OPT_FORMAT:
 			if (snap_parse_format(optarg, false, &c.fmt) < 0) {
-				ret = usage_error("--format wants native or happycache, not '%s'",
+				ret = usage_error("dump", "--format wants native or happycache, not '%s'",
 						  optarg);
 				goto out;
 			}
 			break;
 		case OPT_JSON: json = true; break;
 		case 'q': c.quiet = true; break;
-		case 'L': wo.follow = true; break;
-		case 'x': wo.one_fs = true; break;
 		case OPT_ALLOW_PERTURB: c.res_flags |= PC_RES_ALLOW_PERTURB; break;
-		case OPT_INCLUDE:
-			if (add_pattern(&wo.include, &ninclude, optarg) < 0)
-				goto nomem;
-			break;
-		case OPT_EXCLUDE:
-			if (add_pattern(&wo.exclude, &nexclude, optarg) < 0)
-				goto nomem;
-			break;
-		case OPT_MAX_SIZE:
-			if (parse_size(optarg, &c.max_size) < 0) {
-				ret = usage_error("--max-size wants a size like 100M, not '%s'", optarg);
-				goto out;
-			}
-			break;
-		case ':':
-			ret = usage_error("option '%s' needs an argument", argv[optind - 1]);
-			goto out;
 		default:
-			if (optopt)
-				ret = usage_error("unknown option '-%c'", optopt);
-			else
-				ret = usage_error("unknown option '%s'", argv[optind - 1]);
+			ret = usage_getopt_error("dump", opt, argv);
 			goto out;
 		}
 	}
+	if (sel.files_from || sel.npids) {
+		/* paths are recorded relative to the root, from each PATH */
+		ret = usage_error("dump", "%s", "dump takes PATHs: no --files-from, no --pid");
+		goto out;
+	}
+	ret = selection_check(&sel, "dump", argc - optind);
+	if (ret)
+		goto out;
 	if (optind >= argc) {
-		ret = usage_error("%s", "no PATH given");
+		ret = usage_error("dump", "%s", "no PATH given");
 		goto out;
 	}
 	if (!root_arg && argc - optind > 1) {
-		ret = usage_error("%s", "--root is needed with several PATHs");
+		ret = usage_error("dump", "%s", "--root is needed with several PATHs");
 		goto out;
 	}
 	if (!out)
 		out = c.fmt == SNAP_HAPPYCACHE ? ".happycache.gz" : "pagecache.snapshot";
 	to_stdout = strcmp(out, "-") == 0;
 	if (to_stdout && isatty(STDOUT_FILENO)) {
-		ret = usage_error("%s", "will not write a snapshot to a terminal");
+		ret = usage_error("dump", "%s", "will not write a snapshot to a terminal");
 		goto out;
 	}
 
@@ -596,9 +544,9 @@ int cmd_dump(int argc, char **argv)
 	if (to_stdout)
 		out_start = lseek(STDOUT_FILENO, 0, SEEK_CUR);
 
-	c.progress = !c.quiet && isatty(STDERR_FILENO);
-	c.start = now_seconds();
-	if (walk_new(&wo, &dump_walk_ops, &c, &w) < 0)
+	c.max_size = sel.max_size;
+	progress_init(&c.progress, !c.quiet && isatty(STDERR_FILENO));
+	if (walk_new(&sel.wo, &dump_walk_ops, &c, &w) < 0)
 		goto nomem;
 	for (int i = optind; i < argc && ret == 0 && !c.err; i++) {
 		char *real = realpath(argv[i], NULL);
@@ -623,7 +571,7 @@ int cmd_dump(int argc, char **argv)
 	}
 	if (ret < 0)
 		goto nomem;
-	progress_clear(&c);
+	progress_clear(&c.progress);
 
 	/* finish: the end record, fsync, rename */
 	ret = c.err;
@@ -660,7 +608,7 @@ int cmd_dump(int argc, char **argv)
 	ret = status;
 	goto out;
 nomem:
-	progress_clear(&c);
+	progress_clear(&c.progress);
 	cli_error(NULL, 0, "out of memory");
 	ret = PC_EXIT_FAILED;
 out:
@@ -674,7 +622,6 @@ out:
 	free(c.prefix);
 	free(c.runs);
 	buf_free(&c.rel);
-	free(wo.include);
-	free(wo.exclude);
+	selection_free(&sel);
 	return ret;
 }

@@ -18,6 +18,10 @@ static const struct subcommand subcommands[] = {
 	{ "dump", cmd_dump, "record which pages of which files are cached (a snapshot)" },
 	{ "restore", cmd_restore, "bring the pages a snapshot recorded back into the cache" },
 	{ "diff", cmd_diff, "compare two snapshots: pages added and removed per file" },
+	{ "audit", cmd_audit, "what this kernel reveals about the page cache, and to whom" },
+	{ "evict", cmd_evict, "drop files from the page cache" },
+	{ "touch", cmd_touch, "bring files into the page cache" },
+	{ "lock", cmd_lock, "keep files in the page cache until a signal" },
 };
 
 static void usage(FILE *f)

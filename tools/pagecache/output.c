@@ -129,10 +129,18 @@ static void percent_text(uint64_t part, uint64_t whole, char *buf, size_t size)
 {
 	uint64_t tenths = 0;
 
+	size_t n;
+
 	if (whole)
 		tenths = (uint64_t)(((unsigned __int128)part * 1000 + whole / 2) / whole);
-	snprintf(buf, size, "%llu.%llu", (unsigned long long)(tenths / 10),
-		 (unsigned long long)(tenths % 10));
+	if (size < 24) {
+		snprintf(buf, size, "?");
+		return;
+	}
+	n = u64_str(tenths / 10, buf);
+	buf[n++] = '.';
+	buf[n++] = (char)('0' + tenths % 10);
+	buf[n] = '\0';
 }
 
 /* An amount of pages (and the bytes they stand for) in the chosen unit. */
@@ -141,10 +149,11 @@ static void amount(const struct report *rep, uint64_t bytes, uint64_t pages, cha
 {
 	switch (rep->unit) {
 	case UNIT_BYTES:
-		snprintf(buf, size, "%llu", (unsigned long long)bytes);
-		break;
 	case UNIT_PAGES:
-		snprintf(buf, size, "%llu", (unsigned long long)pages);
+		if (size < 21)
+			snprintf(buf, size, "?");
+		else
+			u64_str(rep->unit == UNIT_BYTES ? bytes : pages, buf);
 		break;
 	default:
 		human_bytes(bytes, buf, size);
@@ -222,11 +231,40 @@ static void draw_map(struct report *rep, const struct row *row)
 	free(line);
 }
 
+/* One text row, put together without printf (it shows in profiles of
+ * trees of small files). */
+struct line {
+	char buf[512];
+	size_t n;
+};
+
+/* s padded with spaces to width: on the left (right-aligned, "%*s") or on
+ * the right ("%-*s"); never cut. Fields are short: buf has room for them. */
+static void put(struct line *l, const char *s, int width, bool right_align)
+{
+	size_t len = strlen(s), pad = width > 0 && (size_t)width > len ? (size_t)width - len : 0;
+
+	if (l->n + len + pad + 1 > sizeof(l->buf))
+		return;
+	if (right_align) {
+		memset(l->buf + l->n, ' ', pad);
+		l->n += pad;
+	}
+	memcpy(l->buf + l->n, s, len);
+	l->n += len;
+	if (!right_align) {
+		memset(l->buf + l->n, ' ', pad);
+		l->n += pad;
+	}
+}
+
 static void text_row(struct report *rep, const struct row *row)
 {
 	uint64_t ps = rep->page_size;
 	int w = amount_width(rep);
 	char size[32], res[32], pct[32], pages[48];
+	struct line l = { .n = 0 };
+	size_t n;
 
 	if (!rep->header_done)
 		text_header(rep);
@@ -234,17 +272,31 @@ static void text_row(struct report *rep, const struct row *row)
 	if (is_known(row)) {
 		amount(rep, row->resident * ps, row->resident, res, sizeof(res));
 		percent_text(row->resident, row->pages, pct, sizeof(pct));
-		snprintf(pages, sizeof(pages), "%llu/%llu", (unsigned long long)row->resident,
-			 (unsigned long long)row->pages);
+		n = u64_str(row->resident, pages);
+		pages[n++] = '/';
+		u64_str(row->pages, pages + n);
 	} else {
 		strcpy(res, "?");
 		strcpy(pct, "?");
-		snprintf(pages, sizeof(pages), "?/%llu", (unsigned long long)row->pages);
+		pages[0] = '?';
+		pages[1] = '/';
+		u64_str(row->pages, pages + 2);
 	}
-	fprintf(rep->out, "%*s %*s %6s %13s %-7s %-9s", w, size, w, res, pct, pages,
-		pc_quality_name(row->quality), pc_source_name(row->source));
-	if (rep->perturb_column)
-		fprintf(rep->out, " %-9s", row->perturbed ? "yes" : "no");
+	put(&l, size, w, true);
+	put(&l, " ", 0, false);
+	put(&l, res, w, true);
+	put(&l, " ", 0, false);
+	put(&l, pct, 6, true);
+	put(&l, " ", 0, false);
+	put(&l, pages, 13, true);
+	put(&l, " ", 0, false);
+	put(&l, pc_quality_name(row->quality), 7, false);
+	put(&l, " ", 0, false);
+	put(&l, pc_source_name(row->source), 9, false);
+	if (rep->perturb_column) {
+		put(&l, " ", 0, false);
+		put(&l, row->perturbed ? "yes" : "no", 9, false);
+	}
 	if (rep->stats) {
 		const uint64_t v[4] = { row->cs.dirty, row->cs.writeback, row->cs.evicted,
 					row->cs.recently_evicted };
@@ -254,17 +306,19 @@ static void text_row(struct report *rep, const struct row *row)
 
 			if (row->has_cs)
 				amount(rep, v[i] * ps, v[i], b, sizeof(b));
-			fprintf(rep->out, " %*s", w, b);
+			put(&l, " ", 0, false);
+			put(&l, b, w, true);
 		}
 	}
-	fputc(' ', rep->out);
+	put(&l, " ", 0, false);
+	fwrite(l.buf, 1, l.n, rep->out);
 	text_write_path(rep->out, row->path, row->pathlen);
 	fputc('\n', rep->out);
 	if (rep->map)
 		draw_map(rep, row);
 }
 
-static void json_path(struct json *j, const char *path, size_t len)
+void json_path(struct json *j, const char *path, size_t len)
 {
 	json_string(j, "path", path, len);
 	if (!utf8_valid(path, len))
@@ -334,7 +388,7 @@ static void json_row(struct report *rep, const struct row *row)
 		json_newline(j);
 }
 
-static void json_kernel(struct report *rep)
+void report_json_kernel(struct report *rep)
 {
 	struct json *j = &rep->json;
 	int mc = pc_detect_mincore(), cs = pc_detect_cachestat(), io = pc_detect_io_uring();
@@ -357,14 +411,14 @@ void report_begin(struct report *rep)
 	if (rep->mode == OUT_NDJSON) {
 		json_cstring(j, "type", "kernel");
 		json_uint(j, "format_version", 1);
-		json_kernel(rep);
+		report_json_kernel(rep);
 		json_end_object(j);
 		json_newline(j);
 		return;
 	}
 	json_uint(j, "format_version", 1);
 	json_begin_object(j, "kernel");
-	json_kernel(rep);
+	report_json_kernel(rep);
 	json_end_object(j);
 	json_begin_array(j, "files");
 }
@@ -439,6 +493,24 @@ void report_note(struct report *rep, const char *path, size_t len, const char *w
 		json_msg(&rep->json, true, path, len, 0, why);
 	else if (rep->mode == OUT_JSON)
 		hold(rep, path, len, 0, why);
+}
+
+void report_write_held(struct report *rep)
+{
+	struct json *j = &rep->json;
+
+	json_begin_array(j, "errors");
+	for (size_t i = 0; i < rep->nheld; i++)
+		if (rep->held[i].err)
+			json_msg(j, false, rep->held[i].path, rep->held[i].pathlen,
+				 rep->held[i].err, rep->held[i].text);
+	json_end_array(j);
+	json_begin_array(j, "skipped");
+	for (size_t i = 0; i < rep->nheld; i++)
+		if (!rep->held[i].err)
+			json_msg(j, false, rep->held[i].path, rep->held[i].pathlen, 0,
+				 rep->held[i].text);
+	json_end_array(j);
 }
 
 static void json_totals(struct report *rep, const struct totals *t)
@@ -524,18 +596,7 @@ void report_end(struct report *rep, const struct totals *t)
 		return;
 	}
 	json_end_array(j); /* files */
-	json_begin_array(j, "errors");
-	for (size_t i = 0; i < rep->nheld; i++)
-		if (rep->held[i].err)
-			json_msg(j, false, rep->held[i].path, rep->held[i].pathlen,
-				 rep->held[i].err, rep->held[i].text);
-	json_end_array(j);
-	json_begin_array(j, "skipped");
-	for (size_t i = 0; i < rep->nheld; i++)
-		if (!rep->held[i].err)
-			json_msg(j, false, rep->held[i].path, rep->held[i].pathlen, 0,
-				 rep->held[i].text);
-	json_end_array(j);
+	report_write_held(rep);
 	json_begin_object(j, "totals");
 	json_totals(rep, t);
 	json_end_object(j);

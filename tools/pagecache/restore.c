@@ -122,7 +122,7 @@ struct restore {
 	/* progress, rate */
 	double start, elapsed, last_progress;
 	uint64_t done_base;        /* bytes read before the current pc_warm() */
-	bool progress, progress_shown;
+	struct progress progress;
 	volatile int cancel;
 	/* the end */
 	uint64_t final_wanted, final_resident;
@@ -201,43 +201,18 @@ static const struct option restore_options[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static int usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "%s restore: ", pc_cli_name);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nTry 'pagecache restore --help'.\n");
-	return PC_EXIT_USAGE;
-}
-
 /* ---- progress, rate, notes ---- */
 
-static void progress_clear(struct restore *c)
-{
-	if (c->progress_shown) {
-		fputs("\r\033[K", stderr);
-		c->progress_shown = false;
-	}
-}
-
-static void progress_show(struct restore *c, uint64_t done, double t)
+static void progress_tick(struct restore *c, uint64_t done, double t)
 {
 	char b[32], r[32];
 
-	if (!c->progress || t - c->start < 0.5 || t - c->last_progress < 0.25)
+	if (!progress_due(&c->progress))
 		return;
-	c->last_progress = t;
 	human_bytes(done, b, sizeof(b));
 	human_bytes((uint64_t)((double)done / (t - c->start)), r, sizeof(r));
-	fprintf(stderr, "\r\033[K%s restore: %llu files, %s read, %s/s", pc_cli_name,
-		(unsigned long long)c->files, b, r);
-	fflush(stderr);
-	c->progress_shown = true;
+	progress_show(&c->progress, "restore: %llu files, %s read, %s/s",
+		      (unsigned long long)c->files, b, r);
 }
 
 static void note(struct restore *c, const char *path, const char *fmt, ...)
@@ -252,7 +227,7 @@ static void note(struct restore *c, const char *path, const char *fmt, ...)
 		return;
 	if (++c->warned > WARN_LIMIT) {
 		if (c->warned == WARN_LIMIT + 1) {
-			progress_clear(c);
+			progress_clear(&c->progress);
 			cli_error(NULL, 0, "more notes left out (the summary counts them)");
 		}
 		return;
@@ -260,7 +235,7 @@ static void note(struct restore *c, const char *path, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	progress_clear(c);
+	progress_clear(&c->progress);
 	cli_error(path, path ? strlen(path) : 0, "%s", msg);
 }
 
@@ -373,7 +348,7 @@ static void on_progress(uint64_t bytes_done, void *arg)
 			c->cancel = 1;
 		}
 	}
-	progress_show(c, done, t);
+	progress_tick(c, done, t);
 }
 
 /* ---- warming ---- */
@@ -1363,13 +1338,13 @@ int cmd_restore(int argc, char **argv)
 		case 'q': c.quiet = true; break;
 		case OPT_MAX_BYTES:
 			if (parse_size(optarg, &c.max_bytes) < 0 || c.max_bytes == 0) {
-				ret = usage_error("--max-bytes wants a size like 1G, not '%s'", optarg);
+				ret = usage_error("restore", "--max-bytes wants a size like 1G, not '%s'", optarg);
 				goto out;
 			}
 			break;
 		case OPT_RATE:
 			if (parse_uint(optarg, UINT64_MAX / 1000000, &v) < 0 || v == 0) {
-				ret = usage_error("--rate wants megabytes per second, not '%s'", optarg);
+				ret = usage_error("restore", "--rate wants megabytes per second, not '%s'", optarg);
 				goto out;
 			}
 			c.rate = v * 1000000;
@@ -1377,7 +1352,7 @@ int cmd_restore(int argc, char **argv)
 		case OPT_CHUNK:
 			if (parse_size(optarg, &c.chunk) < 0 || c.chunk < (uint64_t)pc_page_size() ||
 			    c.chunk > (UINT64_C(64) << 20)) {
-				ret = usage_error("--chunk wants a size from a page to 64M, not '%s'",
+				ret = usage_error("restore", "--chunk wants a size from a page to 64M, not '%s'",
 						  optarg);
 				goto out;
 			}
@@ -1388,7 +1363,7 @@ int cmd_restore(int argc, char **argv)
 			else if (strcmp(optarg, "io_uring") == 0)
 				c.strategy = PC_WARM_IO_URING;
 			else {
-				ret = usage_error("--strategy wants readahead or io_uring, not '%s'",
+				ret = usage_error("restore", "--strategy wants readahead or io_uring, not '%s'",
 						  optarg);
 				goto out;
 			}
@@ -1397,30 +1372,30 @@ int cmd_restore(int argc, char **argv)
 			if (strcmp(optarg, "physical") == 0)
 				c.physical = true;
 			else if (strcmp(optarg, "file") != 0) {
-				ret = usage_error("--order wants file or physical, not '%s'", optarg);
+				ret = usage_error("restore", "--order wants file or physical, not '%s'", optarg);
 				goto out;
 			}
 			break;
 		case OPT_FORMAT:
 			if (snap_parse_format(optarg, true, &c.fmt) < 0) {
-				ret = usage_error("--format wants auto, native or happycache, not '%s'",
+				ret = usage_error("restore", "--format wants auto, native or happycache, not '%s'",
 						  optarg);
 				goto out;
 			}
 			break;
 		case ':':
-			ret = usage_error("option '%s' needs an argument", argv[optind - 1]);
+			ret = usage_error("restore", "option '%s' needs an argument", argv[optind - 1]);
 			goto out;
 		default:
 			if (optopt)
-				ret = usage_error("unknown option '-%c'", optopt);
+				ret = usage_error("restore", "unknown option '-%c'", optopt);
 			else
-				ret = usage_error("unknown option '%s'", argv[optind - 1]);
+				ret = usage_error("restore", "unknown option '%s'", argv[optind - 1]);
 			goto out;
 		}
 	}
 	if (argc - optind > 1) {
-		ret = usage_error("%s", "one snapshot at a time");
+		ret = usage_error("restore", "%s", "one snapshot at a time");
 		goto out;
 	}
 	c.name = optind < argc ? argv[optind] : "pagecache.snapshot";
@@ -1442,7 +1417,7 @@ int cmd_restore(int argc, char **argv)
 		if (!*root_arg && snapsrc_format(c.src) == SNAP_HAPPYCACHE)
 			root_arg = ".";
 		if (!*root_arg) {
-			ret = usage_error("%s", "the snapshot records no root: give --root");
+			ret = usage_error("restore", "%s", "the snapshot records no root: give --root");
 			goto out;
 		}
 	}
@@ -1474,11 +1449,11 @@ int cmd_restore(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 
-	c.progress = !c.quiet && !c.json && isatty(STDERR_FILENO);
+	progress_init(&c.progress, !c.quiet && !c.json && isatty(STDERR_FILENO));
 	c.start = now_seconds();
 	ret = c.physical ? restore_physical(&c) : restore_in_order(&c);
 	c.elapsed = now_seconds() - c.start;
-	progress_clear(&c);
+	progress_clear(&c.progress);
 	if (ret < 0 && ret != -ENOMEM && ret != -EIO) {
 		snapsrc_report(c.src, ret);
 		ret = PC_EXIT_FAILED;

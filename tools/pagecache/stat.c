@@ -26,13 +26,10 @@ struct stat_ctx {
 	/* held rows: all of them for --sort, a min-heap of --top N */
 	struct row *rows;
 	size_t nrows, caprows;
-	/* progress line */
-	bool progress;
-	bool progress_shown;
-	double start, last_progress;
+	struct progress progress;
 };
 
-static const char stat_usage[] =
+static const char stat_usage_head[] =
 	"Usage: pagecache stat [OPTIONS] PATH...\n"
 	"\n"
 	"Show which part of each file sits in the page cache, and how far the\n"
@@ -52,23 +49,18 @@ static const char stat_usage[] =
 	"      --top N             only the N files with the most resident pages\n"
 	"      --sort KEY          order by name, size, resident or percent\n"
 	"  -q, --quiet             no progress line and no notes about skipped files\n"
-	"\n"
-	"Selection:\n"
-	"  -L, --dereference       follow symlinks met in the walk\n"
-	"  -x, --one-file-system   stay on the filesystem of each PATH\n"
-	"      --include GLOB      measure only files matching GLOB (repeatable)\n"
-	"      --exclude GLOB      skip files and directories matching GLOB\n"
-	"                          (a GLOB with a '/' matches the whole path,\n"
-	"                          otherwise the name)\n"
-	"      --max-size SIZE     skip files larger than SIZE (K, M, G, T suffixes)\n"
-	"      --files-from FILE   read more paths from FILE ('-': standard input),\n"
-	"                          one per line\n"
-	"  -0, --null              paths in --files-from end with NUL, not newline\n"
-	"\n"
+	"\n";
+static const char stat_usage_tail[] =
 	"Probing:\n"
 	"      --allow-perturb     probe files the kernel hides with RWF_NOWAIT reads;\n"
 	"                          on kernels where a miss starts readahead this\n"
 	"                          caches the missed pages (the output says so)\n"
+	"\n"
+	"Speed:\n"
+	"      --threads N         1: walk and measure on one thread; 2 (the\n"
+	"                          default with more than one CPU): measure and\n"
+	"                          print on a second thread while the walk goes on;\n"
+	"                          the output is the same\n"
 	"\n"
 	"  -h, --help              show this help\n"
 	"\n"
@@ -76,7 +68,7 @@ static const char stat_usage[] =
 
 enum {
 	OPT_JSON = 256, OPT_NDJSON, OPT_BYTES, OPT_PAGES, OPT_STATS, OPT_MAP, OPT_TOP,
-	OPT_SORT, OPT_INCLUDE, OPT_EXCLUDE, OPT_MAX_SIZE, OPT_FILES_FROM, OPT_ALLOW_PERTURB,
+	OPT_SORT, OPT_ALLOW_PERTURB, OPT_THREADS,
 };
 
 static const struct option stat_options[] = {
@@ -89,59 +81,24 @@ static const struct option stat_options[] = {
 	{ "top", required_argument, NULL, OPT_TOP },
 	{ "sort", required_argument, NULL, OPT_SORT },
 	{ "quiet", no_argument, NULL, 'q' },
-	{ "dereference", no_argument, NULL, 'L' },
-	{ "one-file-system", no_argument, NULL, 'x' },
-	{ "include", required_argument, NULL, OPT_INCLUDE },
-	{ "exclude", required_argument, NULL, OPT_EXCLUDE },
-	{ "max-size", required_argument, NULL, OPT_MAX_SIZE },
-	{ "files-from", required_argument, NULL, OPT_FILES_FROM },
-	{ "null", no_argument, NULL, '0' },
+	SELECTION_LONG_OPTIONS,
 	{ "allow-perturb", no_argument, NULL, OPT_ALLOW_PERTURB },
+	{ "threads", required_argument, NULL, OPT_THREADS },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static int usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "%s stat: ", pc_cli_name);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nTry 'pagecache stat --help'.\n");
-	return PC_EXIT_USAGE;
-}
-
-/* ---- progress ---- */
-
-static void progress_clear(struct stat_ctx *c)
-{
-	if (c->progress_shown) {
-		fputs("\r\033[K", stderr);
-		c->progress_shown = false;
-	}
-}
-
 static void progress_tick(struct stat_ctx *c)
 {
-	double t, rate;
+	double t;
 	char size[32];
 
-	if (!c->progress)
+	if (!progress_due(&c->progress))
 		return;
-	t = now_seconds();
-	if (t - c->start < 1.0 || t - c->last_progress < 0.25)
-		return;
-	c->last_progress = t;
-	rate = (double)c->t.files / (t - c->start);
+	t = now_seconds() - c->progress.start;
 	human_bytes(c->t.size, size, sizeof(size));
-	fprintf(stderr, "\r\033[K%s: %llu files, %s, %.0f files/s", pc_cli_name,
-		(unsigned long long)c->t.files, size, rate);
-	fflush(stderr);
-	c->progress_shown = true;
+	progress_show(&c->progress, "%llu files, %s, %.0f files/s",
+		      (unsigned long long)c->t.files, size, (double)c->t.files / t);
 }
 
 /* ---- held rows ---- */
@@ -352,7 +309,7 @@ static int on_file(void *ctx, int fd, const struct stat *st, const char *path, s
 	if (c->sort != SORT_NONE || c->rep.top) {
 		ret = hold_row(c, &row, path, len);
 	} else {
-		progress_clear(c);
+		progress_clear(&c->progress);
 		report_row(&c->rep, &row);
 		pc_residency_free(row.r);
 	}
@@ -368,7 +325,7 @@ static void on_note(void *ctx, const char *path, size_t len, const char *why)
 	report_note(&c->rep, path, len, why);
 	if (c->quiet)
 		return;
-	progress_clear(c);
+	progress_clear(&c->progress);
 	cli_error(path, len, "%s", why);
 }
 
@@ -378,7 +335,7 @@ static void on_error(void *ctx, const char *path, size_t len, int err, const cha
 
 	c->t.errors++;
 	report_error(&c->rep, path, len, err, msg);
-	progress_clear(c);
+	progress_clear(&c->progress);
 	cli_error(path, len, "%s", msg ? msg : strerror(-err));
 }
 
@@ -388,73 +345,39 @@ static const struct walk_ops stat_walk_ops = {
 	.error = on_error,
 };
 
-static int add_pattern(char ***list, size_t *n, char *pattern)
-{
-	char **l = realloc(*list, (*n + 2) * sizeof(*l));
-
-	if (!l)
-		return -ENOMEM;
-	l[(*n)++] = pattern;
-	l[*n] = NULL;
-	*list = l;
-	return 0;
-}
-
-static int walk_files_from(struct stat_ctx *c, struct walk *w, const char *name, int delim)
-{
-	FILE *f = strcmp(name, "-") == 0 ? stdin : fopen(name, "re");
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n;
-	int ret = 0;
-
-	if (!f) {
-		on_error(c, name, strlen(name), -errno, NULL);
-		return 0;
-	}
-	while ((n = getdelim(&line, &cap, delim, f)) >= 0) {
-		if (n > 0 && line[n - 1] == delim)
-			line[--n] = '\0';
-		if (n == 0)
-			continue;
-		if (memchr(line, '\0', (size_t)n)) {
-			on_error(c, line, strlen(line), -EINVAL,
-				 "a path read from --files-from holds a NUL byte (use -0?)");
-			continue;
-		}
-		ret = walk_path(w, line);
-		if (ret < 0)
-			break;
-	}
-	if (ret == 0 && ferror(f))
-		on_error(c, name, strlen(name), -EIO, "read error");
-	free(line);
-	if (f != stdin)
-		fclose(f);
-	return ret;
-}
-
 int cmd_stat(int argc, char **argv)
 {
 	struct stat_ctx c = { 0 };
-	struct walk_opts wo = { 0 };
+	struct selection sel;
 	struct walk *w = NULL;
-	const char *files_from = NULL;
-	size_t ninclude = 0, nexclude = 0;
-	bool json = false, ndjson = false, bytes = false, pages = false, nul = false;
+	struct pipeline *pl = NULL;
+	const struct walk_ops *ops = &stat_walk_ops;
+	void *ops_ctx = &c;
+	bool json = false, ndjson = false, bytes = false, pages = false;
+	uint64_t threads = 2;
 	int opt, ret = 0, status;
 
-	c.max_size = UINT64_MAX;
+	selection_init(&sel);
 	c.res_flags = PC_RES_COUNT_ONLY;
 	c.rep.out = stdout;
 	optind = 1;
 	opterr = 0; /* our own messages, with the subcommand's name */
-	while ((opt = getopt_long(argc, argv, ":hqLx0", stat_options, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":hq" SELECTION_SHORT_OPTIONS, stat_options,
+				  NULL)) != -1) {
 		uint64_t v;
 
+		ret = selection_option(&sel, "stat", opt, optarg);
+		if (ret == -ENOMEM)
+			goto nomem;
+		if (ret > 1)
+			goto out;
+		if (ret == 1) {
+			ret = 0;
+			continue;
+		}
 		switch (opt) {
 		case 'h':
-			fputs(stat_usage, stdout);
+			printf("%s%s\n%s", stat_usage_head, selection_help, stat_usage_tail);
 			ret = PC_EXIT_OK;
 			goto out;
 		case OPT_JSON: json = true; break;
@@ -464,13 +387,17 @@ int cmd_stat(int argc, char **argv)
 		case OPT_STATS: c.stats = true; break;
 		case OPT_MAP: c.rep.map = true; break;
 		case 'q': c.quiet = true; break;
-		case 'L': wo.follow = true; break;
-		case 'x': wo.one_fs = true; break;
-		case '0': nul = true; break;
 		case OPT_ALLOW_PERTURB: c.res_flags |= PC_RES_ALLOW_PERTURB; break;
+		case OPT_THREADS:
+			if (parse_uint(optarg, 2, &threads) < 0 || threads == 0) {
+				ret = usage_error("stat", "--threads wants 1 or 2, not '%s'", optarg);
+				goto out;
+			}
+			break;
 		case OPT_TOP:
 			if (parse_uint(optarg, SIZE_MAX / sizeof(struct row), &v) < 0 || v == 0) {
-				ret = usage_error("--top wants a positive number, not '%s'", optarg);
+				ret = usage_error("stat", "--top wants a positive number, not '%s'",
+						  optarg);
 				goto out;
 			}
 			c.rep.top = v;
@@ -485,59 +412,28 @@ int cmd_stat(int argc, char **argv)
 			else if (strcmp(optarg, "percent") == 0)
 				c.sort = SORT_PERCENT;
 			else {
-				ret = usage_error("--sort wants name, size, resident or percent, not '%s'",
+				ret = usage_error("stat", "--sort wants name, size, resident or percent, not '%s'",
 						  optarg);
 				goto out;
 			}
 			break;
-		case OPT_INCLUDE:
-			if (add_pattern(&wo.include, &ninclude, optarg) < 0)
-				goto nomem;
-			break;
-		case OPT_EXCLUDE:
-			if (add_pattern(&wo.exclude, &nexclude, optarg) < 0)
-				goto nomem;
-			break;
-		case OPT_MAX_SIZE:
-			if (parse_size(optarg, &c.max_size) < 0) {
-				ret = usage_error("--max-size wants a size like 100M, not '%s'", optarg);
-				goto out;
-			}
-			break;
-		case OPT_FILES_FROM:
-			if (files_from) {
-				ret = usage_error("--files-from given twice");
-				goto out;
-			}
-			files_from = optarg;
-			break;
-		case ':':
-			ret = usage_error("option '%s' needs an argument", argv[optind - 1]);
-			goto out;
 		default:
-			if (optopt)
-				ret = usage_error("unknown option '-%c'", optopt);
-			else
-				ret = usage_error("unknown option '%s'", argv[optind - 1]);
+			ret = usage_getopt_error("stat", opt, argv);
 			goto out;
 		}
 	}
 	if (json && ndjson) {
-		ret = usage_error("%s", "--json and --ndjson exclude each other");
+		ret = usage_error("stat", "%s", "--json and --ndjson exclude each other");
 		goto out;
 	}
 	if (bytes && pages) {
-		ret = usage_error("%s", "--bytes and --pages exclude each other");
+		ret = usage_error("stat", "%s", "--bytes and --pages exclude each other");
 		goto out;
 	}
-	if (nul && !files_from) {
-		ret = usage_error("%s", "-0 goes with --files-from");
+	ret = selection_check(&sel, "stat", argc - optind);
+	if (ret)
 		goto out;
-	}
-	if (optind >= argc && !files_from) {
-		ret = usage_error("%s", "no PATH given");
-		goto out;
-	}
+	c.max_size = sel.max_size;
 	if (c.rep.map)
 		c.res_flags &= ~PC_RES_COUNT_ONLY;
 	c.rep.mode = json ? OUT_JSON : ndjson ? OUT_NDJSON : OUT_TEXT;
@@ -546,19 +442,27 @@ int cmd_stat(int argc, char **argv)
 	c.rep.perturb_column = c.res_flags & PC_RES_ALLOW_PERTURB;
 	c.rep.page_size = (uint64_t)pc_page_size();
 	c.rep.width = terminal_width(STDOUT_FILENO);
-	c.progress = !c.quiet && isatty(STDERR_FILENO);
-	c.start = now_seconds();
-	if (walk_new(&wo, &stat_walk_ops, &c, &w) < 0)
+	progress_init(&c.progress, !c.quiet && isatty(STDERR_FILENO));
+	/* measuring and printing on a second thread while this one walks */
+	if (threads > 1 && pipeline_new(&stat_walk_ops, &c, &pl) == 0) {
+		ops = &pipeline_walk_ops;
+		ops_ctx = pl;
+	}
+	if (walk_new(&sel.wo, ops, ops_ctx, &w) < 0)
 		goto nomem;
 
 	report_begin(&c.rep);
-	for (int i = optind; i < argc && ret == 0; i++)
-		ret = walk_path(w, argv[i]);
-	if (ret == 0 && files_from)
-		ret = walk_files_from(&c, w, files_from, nul ? '\0' : '\n');
+	ret = selection_walk(&sel, w, argc - optind, argv + optind);
+	if (pl) {
+		int fin = pipeline_finish(pl);
+
+		pl = NULL;
+		if (fin < 0)
+			ret = fin;
+	}
 	if (ret < 0)
 		goto nomem;
-	progress_clear(&c);
+	progress_clear(&c.progress);
 	if (c.nrows) {
 		if (c.sort == SORT_NONE)
 			g_sort = SORT_RESIDENT; /* --top alone: most resident first */
@@ -577,16 +481,17 @@ int cmd_stat(int argc, char **argv)
 	ret = status;
 	goto out;
 nomem:
-	progress_clear(&c);
+	progress_clear(&c.progress);
 	cli_error(NULL, 0, "out of memory");
 	ret = PC_EXIT_FAILED;
 out:
+	if (pl)
+		pipeline_finish(pl);
 	for (size_t i = 0; i < c.nrows; i++)
 		row_free(&c.rows[i]);
 	free(c.rows);
 	report_free(&c.rep);
 	walk_free(w);
-	free(wo.include);
-	free(wo.exclude);
+	selection_free(&sel);
 	return ret;
 }

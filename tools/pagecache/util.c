@@ -2,9 +2,13 @@
 /* Small helpers of the pagecache command: error lines, human units, number
  * parsing, terminal width, a growable buffer. */
 #include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fs.h>
 #include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,6 +33,54 @@ void cli_error(const char *path, size_t pathlen, const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+int usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fprintf(stderr, "%s %s: ", pc_cli_name, cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry '%s %s --help'.\n", pc_cli_name, cmd);
+	return PC_EXIT_USAGE;
+}
+
+int usage_getopt_error(const char *cmd, int opt, char **argv)
+{
+	if (opt == ':')
+		return usage_error(cmd, "option '%s' needs an argument", argv[optind - 1]);
+	if (optopt)
+		return usage_error(cmd, "unknown option '-%c'", optopt);
+	return usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+}
+
+size_t u64_str(uint64_t v, char *buf)
+{
+	char tmp[24];
+	size_t n = 0, i;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	for (i = 0; i < n; i++)
+		buf[i] = tmp[n - 1 - i];
+	buf[n] = '\0';
+	return n;
+}
+
+/* num / den rounded to nearest, ties to even, as printf rounds an exact
+ * binary value */
+static uint64_t div_round_even(unsigned __int128 num, uint64_t den)
+{
+	uint64_t q = (uint64_t)(num / den), r = (uint64_t)(num % den);
+
+	if (r > den - r || (r == den - r && (q & 1)))
+		q++;
+	return q;
+}
+
 void human_bytes(uint64_t bytes, char *buf, size_t size)
 {
 	static const char units[] = "KMGTPE";
@@ -37,6 +89,31 @@ void human_bytes(uint64_t bytes, char *buf, size_t size)
 
 	if (bytes < 1024) {
 		snprintf(buf, size, "%llu", (unsigned long long)bytes);
+		return;
+	}
+	if (bytes < (1ull << 53) && size >= 8) {
+		/* exact in a double: the same digits as "%.1f" / "%.0f" below,
+		 * without floating-point formatting on every row */
+		uint64_t den = 1024;
+		size_t n;
+
+		u = 0;
+		while (bytes / den >= 1024 && u < 5) {
+			den <<= 10;
+			u++;
+		}
+		/* v < 9.95 exactly: no such v lies between 9.95 and its double */
+		if ((unsigned __int128)bytes * 20 < (unsigned __int128)den * 199) {
+			uint64_t tenths = div_round_even((unsigned __int128)bytes * 10, den);
+
+			n = u64_str(tenths / 10, buf);
+			buf[n++] = '.';
+			buf[n++] = (char)('0' + tenths % 10);
+		} else {
+			n = u64_str(div_round_even(bytes, den), buf);
+		}
+		buf[n++] = units[u];
+		buf[n] = '\0';
 		return;
 	}
 	while (v >= 1024 && u < 5) {
@@ -165,4 +242,87 @@ void buf_free(struct buf *b)
 	free(b->data);
 	b->data = NULL;
 	b->len = b->cap = 0;
+}
+
+int file_bytes(int fd, const struct stat *st, uint64_t *out)
+{
+	if (S_ISBLK(st->st_mode)) {
+		uint64_t n;
+
+		if (ioctl(fd, BLKGETSIZE64, &n) < 0)
+			return -errno;
+		*out = n;
+		return 0;
+	}
+	if (!S_ISREG(st->st_mode))
+		return -EINVAL;
+	*out = (uint64_t)st->st_size;
+	return 0;
+}
+
+void progress_init(struct progress *p, bool enabled)
+{
+	p->enabled = enabled;
+	p->shown = false;
+	p->start = now_seconds();
+	p->last = 0;
+}
+
+bool progress_due(struct progress *p)
+{
+	double t;
+
+	if (!p->enabled)
+		return false;
+	t = now_seconds();
+	if (t - p->start < 1.0 || t - p->last < 0.25)
+		return false;
+	p->last = t;
+	return true;
+}
+
+void progress_show(struct progress *p, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "\r\033[K%s: ", pc_cli_name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fflush(stderr);
+	p->shown = true;
+}
+
+void progress_clear(struct progress *p)
+{
+	if (p->shown) {
+		fputs("\r\033[K", stderr);
+		fflush(stderr);
+		p->shown = false;
+	}
+}
+
+int open_regular_at(int dirfd, const char *path, struct stat *st)
+{
+	char proc[64];
+	int pathfd = openat(dirfd, path, O_PATH | O_CLOEXEC), fd;
+
+	if (pathfd < 0)
+		return -errno;
+	if (fstat(pathfd, st) < 0) {
+		int err = -errno;
+
+		close(pathfd);
+		return err;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		close(pathfd);
+		return -EINVAL;
+	}
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pathfd);
+	fd = open(proc, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		fd = -errno;
+	close(pathfd);
+	return fd;
 }

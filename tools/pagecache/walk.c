@@ -3,7 +3,13 @@
  * The directory walk: relative to directory fds (openat), so the depth of a
  * tree and the length of its paths do not matter to the kernel; symlinks are
  * not followed unless asked; FIFOs, sockets and devices met in a walk are
- * never opened; each file (device, inode) is measured once.
+ * never opened; each file (device, inode) is measured once. A type readdir
+ * did not give (DT_UNKNOWN, a symlink followed with -L, a named path) is
+ * decided on an O_PATH fd, which runs no driver, and that inode is then
+ * reopened through /proc/self/fd. Entries readdir called regular files or
+ * directories are opened at once (one syscall a file), O_NOFOLLOW, so that
+ * a name swapped since can only be something its writer could mknod or
+ * hard-link there, never a symlink to /dev.
  *
  * Each directory's entries are read completely when it is entered, so only
  * its fd needs to stay open while its subdirectories are walked. Beyond a
@@ -222,8 +228,9 @@ static const char *base_name(const char *path, size_t len)
 	return path;
 }
 
-/* An open file with its fstat: check it and hand it over. Closes fd. */
-static int measure(struct walk *w, int fd, const struct stat *st)
+/* An open file with its fstat: check it and hand it over. Closes fd.
+ * A file met again is skipped, with a note when dup_note. */
+static int measure(struct walk *w, int fd, const struct stat *st, bool dup_note)
 {
 	int ret;
 
@@ -233,14 +240,17 @@ static int measure(struct walk *w, int fd, const struct stat *st)
 		return 0;
 	}
 	ret = inode_set_add(&w->seen, st->st_dev, st->st_ino);
-	if (ret == 0)
+	if (ret == 0 && dup_note)
 		note(w, "skipped: a hard link to a file already counted");
-	if (ret == 1) {
-		ret = w->ops->file(w->ctx, fd, st, w->path.data, w->path.len);
-		if (ret < 0 && ret != -ENOMEM)
-			error(w, ret);
+	if (ret != 1) {
+		close(fd);
+		return ret == -ENOMEM ? ret : 0;
 	}
-	close(fd);
+	ret = w->ops->file(w->ctx, fd, st, w->path.data, w->path.len);
+	if (ret < 0 && ret != -ENOMEM)
+		error(w, ret);
+	if (!w->ops->takes_fd)
+		close(fd);
 	return ret == -ENOMEM ? ret : 0;
 }
 
@@ -386,41 +396,101 @@ static int pop_dir(struct walk *w)
 	return 0;
 }
 
-static int open_flags(struct walk *w)
+/* Flags for opening an entry readdir said was a regular file or directory:
+ * it was no symlink then, so O_NOFOLLOW in any case (a symlink swapped in
+ * since is not followed blindly); O_NONBLOCK and O_NOCTTY in case it became
+ * a FIFO or a terminal. */
+static int open_flags(void)
 {
-	return O_RDONLY | O_NONBLOCK | O_CLOEXEC | (w->opts.follow ? 0 : O_NOFOLLOW);
+	return O_RDONLY | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW;
+}
+
+/*
+ * An O_PATH fd of name, fstat'ed: opening it runs no driver and reads
+ * nothing, so the type is decided before anything is opened for reading
+ * (a device node's open has effects of its own). -1 after a note or an
+ * error line.
+ */
+static int open_path(struct walk *w, int dirfd, const char *name, bool follow, struct stat *st)
+{
+	int fd = openat(dirfd, name, O_PATH | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
+
+	if (fd < 0) {
+		int err = -errno;
+
+		if (err == -ENOENT && follow && fstatat(dirfd, name, st, AT_SYMLINK_NOFOLLOW) == 0)
+			note(w, "skipped: a dangling symlink");
+		else
+			error(w, err);
+		return -1;
+	}
+	if (fstat(fd, st) < 0) {
+		error(w, -errno);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Open the inode behind the O_PATH fd pathfd for reading, through
+ * /proc/self/fd: the one whose type was decided, whatever became of its
+ * name. Without /proc, by the name again (the caller checks the type on
+ * the fd it gets). Returns the fd or -errno. */
+static int reopen(int pathfd, int dirfd, const char *name, bool follow, int flags)
+{
+	char proc[64];
+	int fd;
+
+	flags |= O_RDONLY | O_NONBLOCK | O_NOCTTY;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pathfd);
+	fd = open(proc, flags | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT)
+		fd = openat(dirfd, name, flags | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
+	return fd < 0 ? -errno : fd;
 }
 
 static int visit(struct walk *w, int dirfd, const char *name, unsigned char dtype)
 {
 	mode_t mode = dtype_mode(dtype);
+	int fd, pathfd = -1;
 	struct stat st;
-	int fd;
 
+	/* What readdir could not tell, or a symlink to follow: decided on an
+	 * O_PATH fd. Everything else is opened at once (one syscall a file). */
 	if (mode == 0 || (mode == S_IFLNK && w->opts.follow)) {
-		if (fstatat(dirfd, name, &st, w->opts.follow ? 0 : AT_SYMLINK_NOFOLLOW) < 0) {
-			int err = -errno;
-
-			if (err == -ENOENT && w->opts.follow &&
-			    fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-				note(w, "skipped: a dangling symlink");
-				return 0;
-			}
-			error(w, err);
+		pathfd = open_path(w, dirfd, name, w->opts.follow, &st);
+		if (pathfd < 0)
 			return 0;
-		}
 		mode = st.st_mode & S_IFMT;
 	}
 	if (mode == S_IFDIR) {
-		if (excluded(w, name))
+		if (excluded(w, name)) {
+			if (pathfd >= 0)
+				close(pathfd);
 			return 0;
-		fd = openat(dirfd, name, open_flags(w) | O_DIRECTORY);
+		}
+		if (pathfd >= 0) {
+			fd = reopen(pathfd, dirfd, name, w->opts.follow, O_DIRECTORY);
+			close(pathfd);
+		} else {
+			/* no longer a directory (a symlink or anything else
+			 * swapped in since readdir): decide again, on O_PATH */
+			fd = openat(dirfd, name, open_flags() | O_DIRECTORY | O_CLOEXEC);
+			if (fd < 0 && (errno == ELOOP || errno == ENOTDIR))
+				return visit(w, dirfd, name, DT_UNKNOWN);
+			fd = fd < 0 ? -errno : fd;
+		}
 		if (fd < 0) {
-			error(w, -errno);
+			error(w, fd);
 			return 0;
 		}
 		if (fstat(fd, &st) < 0) {
 			error(w, -errno);
+			close(fd);
+			return 0;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			note(w, type_note(st.st_mode));
 			close(fd);
 			return 0;
 		}
@@ -432,17 +502,32 @@ static int visit(struct walk *w, int dirfd, const char *name, unsigned char dtyp
 		return push_dir(w, fd, &st);
 	}
 	if (mode != S_IFREG) {
+		if (pathfd >= 0)
+			close(pathfd);
 		note(w, type_note(mode));
 		return 0;
 	}
-	if (!included(w, name) || excluded(w, name))
+	if (!included(w, name) || excluded(w, name)) {
+		if (pathfd >= 0)
+			close(pathfd);
 		return 0;
-	fd = openat(dirfd, name, open_flags(w));
+	}
+	if (pathfd >= 0) {
+		fd = reopen(pathfd, dirfd, name, w->opts.follow, 0);
+		close(pathfd);
+	} else {
+		fd = openat(dirfd, name, open_flags() | O_CLOEXEC);
+		/* with -L, a symlink swapped in since readdir is followed,
+		 * but only once its target's type is known */
+		if (fd < 0 && errno == ELOOP && w->opts.follow)
+			return visit(w, dirfd, name, DT_LNK);
+		fd = fd < 0 ? -errno : fd;
+	}
 	if (fd < 0) {
-		if (errno == ELOOP && !w->opts.follow)
+		if (fd == -ELOOP && !w->opts.follow)
 			note(w, type_note(S_IFLNK)); /* replaced by a symlink */
 		else
-			error(w, -errno);
+			error(w, fd);
 		return 0;
 	}
 	if (fstat(fd, &st) < 0) {
@@ -455,7 +540,7 @@ static int visit(struct walk *w, int dirfd, const char *name, unsigned char dtyp
 		close(fd);
 		return 0;
 	}
-	return measure(w, fd, &st);
+	return measure(w, fd, &st, true);
 }
 
 static int walk_tree(struct walk *w, int fd, const struct stat *st)
@@ -493,27 +578,35 @@ static int walk_tree(struct walk *w, int fd, const struct stat *st)
 int walk_path(struct walk *w, const char *path)
 {
 	struct stat st;
-	int fd, ret;
+	int fd, pathfd, ret;
 
 	w->path.len = 0;
 	ret = buf_append(&w->path, path, strlen(path));
 	if (ret < 0)
 		return ret;
-	/* symlinks named by the user are followed */
-	if (stat(path, &st) < 0) {
+	/* symlinks named by the user are followed; the type is decided on an
+	 * O_PATH fd, so a character device or FIFO named is never opened */
+	pathfd = openat(AT_FDCWD, path, O_PATH | O_CLOEXEC);
+	if (pathfd < 0 || fstat(pathfd, &st) < 0) {
 		error(w, -errno);
+		if (pathfd >= 0)
+			close(pathfd);
 		return 0;
 	}
 	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
 		note(w, type_note(st.st_mode));
+		close(pathfd);
 		return 0;
 	}
 	if (!S_ISDIR(st.st_mode) && (!included(w, base_name(path, strlen(path))) ||
-				     excluded(w, base_name(path, strlen(path)))))
+				     excluded(w, base_name(path, strlen(path))))) {
+		close(pathfd);
 		return 0;
-	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | (S_ISDIR(st.st_mode) ? O_DIRECTORY : 0));
+	}
+	fd = reopen(pathfd, AT_FDCWD, path, true, S_ISDIR(st.st_mode) ? O_DIRECTORY : 0);
+	close(pathfd);
 	if (fd < 0) {
-		error(w, -errno);
+		error(w, fd);
 		return 0;
 	}
 	if (fstat(fd, &st) < 0) {
@@ -529,5 +622,44 @@ int walk_path(struct walk *w, const char *path)
 		close(fd);
 		return 0;
 	}
-	return measure(w, fd, &st);
+	return measure(w, fd, &st, true);
+}
+
+int walk_fd(struct walk *w, int fd, const char *path, size_t pathlen)
+{
+	struct stat st;
+
+	w->path.len = 0;
+	if (buf_append(&w->path, path, pathlen) < 0) {
+		close(fd);
+		return -ENOMEM;
+	}
+	if (fstat(fd, &st) < 0) {
+		error(w, -errno);
+		close(fd);
+		return 0;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		note(w, type_note(st.st_mode));
+		close(fd);
+		return 0;
+	}
+	if (!included(w, base_name(w->path.data, w->path.len)) ||
+	    excluded(w, base_name(w->path.data, w->path.len))) {
+		close(fd);
+		return 0;
+	}
+	w->root_dev = st.st_dev;
+	/* a process holds a file open and mapped, or mapped many times */
+	return measure(w, fd, &st, false);
+}
+
+void walk_error(struct walk *w, const char *path, size_t pathlen, int err, const char *msg)
+{
+	w->ops->error(w->ctx, path, pathlen, err, msg);
+}
+
+void walk_note(struct walk *w, const char *path, size_t pathlen, const char *why)
+{
+	w->ops->note(w->ctx, path, pathlen, why);
 }

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/* What evict, touch and lock share: the walk's note and error callbacks,
+ * the frame of their JSON documents, --max-size, the exit status. */
+#include <linux/capability.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+void action_note(void *ctx, const char *path, size_t len, const char *why)
+{
+	struct action *a = ctx;
+
+	a->skipped++;
+	report_note(&a->rep, path, len, why);
+	if (a->quiet)
+		return;
+	progress_clear(&a->progress);
+	cli_error(path, len, "%s", why);
+}
+
+void action_error(void *ctx, const char *path, size_t len, int err, const char *msg)
+{
+	struct action *a = ctx;
+
+	a->errors++;
+	report_error(&a->rep, path, len, err, msg);
+	progress_clear(&a->progress);
+	cli_error(path, len, "%s", msg ? msg : strerror(-err));
+}
+
+bool action_too_big(struct action *a, uint64_t size)
+{
+	if (size <= a->max_size)
+		return false;
+	a->filtered++;
+	return true;
+}
+
+void action_json_begin(struct action *a)
+{
+	struct json *j = &a->rep.json;
+
+	json_init(j, stdout, true);
+	json_begin_object(j, NULL);
+	json_uint(j, "format_version", 1);
+	json_cstring(j, "command", a->cmd);
+	json_begin_object(j, "kernel");
+	report_json_kernel(&a->rep);
+	json_end_object(j);
+	json_begin_array(j, "files");
+}
+
+void action_json_totals(struct action *a)
+{
+	struct json *j = &a->rep.json;
+
+	json_end_array(j);
+	report_write_held(&a->rep);
+	json_begin_object(j, "totals");
+	json_uint(j, "files", a->files);
+	json_uint(j, "errors", a->errors);
+	json_uint(j, "skipped", a->skipped);
+	json_uint(j, "filtered", a->filtered);
+}
+
+void action_json_end(struct action *a)
+{
+	struct json *j = &a->rep.json;
+
+	json_end_object(j); /* totals */
+	json_end_object(j);
+	fputc('\n', stdout);
+}
+
+int action_status(struct action *a)
+{
+	int status = a->errors ? PC_EXIT_FAILED : PC_EXIT_OK;
+
+	progress_clear(&a->progress);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		cli_error(NULL, 0, "write error on standard output");
+		status = PC_EXIT_FAILED;
+	}
+	return status;
+}
+
+bool cap_effective(int cap)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2];
+
+	memset(data, 0, sizeof(data));
+	if (cap < 0 || cap >= 64 || syscall(SYS_capget, &hdr, data) < 0)
+		return false;
+	return (data[cap / 32].effective >> (cap % 32)) & 1;
+}

@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Two threads for one walk: the walking thread reads directories, opens
+ * and fstats files; a second thread runs the command's callbacks (the
+ * residency call, the output) on what the walk found. The events travel in
+ * batches through a bounded queue and are handled in the order the walk
+ * made them, with one consumer, so the output is the same as without the
+ * pipeline. The open fds in flight are bounded by the queue's size.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#define BATCH_EVENTS 128
+#define MAX_BATCHES 8
+
+enum event_type { EV_FILE, EV_NOTE, EV_ERROR };
+
+struct event {
+	enum event_type type;
+	int fd;
+	int err;
+	struct stat st;
+	size_t path, pathlen;     /* offsets into the batch's text */
+	size_t msg;               /* SIZE_MAX: none */
+};
+
+struct batch {
+	struct event ev[BATCH_EVENTS];
+	size_t n;
+	struct buf text;
+	struct batch *next;
+};
+
+struct pipeline {
+	const struct walk_ops *inner;
+	void *inner_ctx;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;       /* a batch was queued, or freed, or done */
+	struct batch *head, *tail; /* queued, oldest first */
+	struct batch *free_list;
+	size_t nbatches, max_batches;
+	struct batch *filling;     /* the walker's */
+	bool done;                 /* no more batches will come */
+	atomic_int failed;         /* -ENOMEM from the consumer */
+};
+
+static void handle(struct pipeline *p, struct batch *b)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		struct event *e = &b->ev[i];
+		const char *path = b->text.data + e->path;
+		const char *msg = e->msg == SIZE_MAX ? NULL : b->text.data + e->msg;
+		int ret;
+
+		switch (e->type) {
+		case EV_FILE:
+			if (p->failed) {
+				close(e->fd);
+				break;
+			}
+			ret = p->inner->file(p->inner_ctx, e->fd, &e->st, path, e->pathlen);
+			close(e->fd);
+			if (ret == -ENOMEM)
+				p->failed = ret; /* the walker sees it at its next push */
+			else if (ret < 0)
+				p->inner->error(p->inner_ctx, path, e->pathlen, ret, NULL);
+			break;
+		case EV_NOTE:
+			p->inner->note(p->inner_ctx, path, e->pathlen, msg);
+			break;
+		case EV_ERROR:
+			p->inner->error(p->inner_ctx, path, e->pathlen, e->err, msg);
+			break;
+		}
+	}
+	b->n = 0;
+	b->text.len = 0;
+}
+
+static void *consumer(void *arg)
+{
+	struct pipeline *p = arg;
+
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		struct batch *b;
+
+		while (!p->head && !p->done)
+			pthread_cond_wait(&p->cond, &p->lock);
+		b = p->head;
+		if (!b)
+			break;
+		p->head = b->next;
+		if (!p->head)
+			p->tail = NULL;
+		pthread_mutex_unlock(&p->lock);
+		handle(p, b);
+		pthread_mutex_lock(&p->lock);
+		b->next = p->free_list;
+		p->free_list = b;
+		pthread_cond_broadcast(&p->cond);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+/* Queue the walker's batch and get an empty one; -ENOMEM. */
+static int push(struct pipeline *p)
+{
+	struct batch *b = p->filling;
+	int ret = 0;
+
+	pthread_mutex_lock(&p->lock);
+	b->next = NULL;
+	if (p->tail)
+		p->tail->next = b;
+	else
+		p->head = b;
+	p->tail = b;
+	p->filling = NULL;
+	pthread_cond_broadcast(&p->cond);
+	while (!p->free_list && p->nbatches >= p->max_batches)
+		pthread_cond_wait(&p->cond, &p->lock);
+	if (p->free_list) {
+		p->filling = p->free_list;
+		p->free_list = p->filling->next;
+	}
+	ret = p->failed;
+	pthread_mutex_unlock(&p->lock);
+	if (!p->filling) {
+		p->filling = calloc(1, sizeof(*p->filling));
+		if (!p->filling)
+			return -ENOMEM;
+		p->nbatches++; /* only the walker changes it */
+	}
+	return ret;
+}
+
+/* Queue an event; *queued tells whether it went in (and, for a file,
+ * whether the fd now belongs to the queue), also when -ENOMEM comes back. */
+static int add(struct pipeline *p, enum event_type type, int fd, int err,
+	       const struct stat *st, const char *path, size_t pathlen, const char *msg,
+	       bool *queued)
+{
+	struct batch *b = p->filling;
+	struct event *e;
+
+	*queued = false;
+	if (!b)
+		return -ENOMEM;
+	e = &b->ev[b->n];
+	e->type = type;
+	e->fd = fd;
+	e->err = err;
+	if (st)
+		e->st = *st;
+	e->path = b->text.len;
+	e->pathlen = pathlen;
+	e->msg = SIZE_MAX;
+	if (buf_append(&b->text, path, pathlen) < 0 || buf_append(&b->text, "", 1) < 0)
+		return -ENOMEM;
+	if (msg) {
+		e->msg = b->text.len;
+		if (buf_append(&b->text, msg, strlen(msg) + 1) < 0)
+			return -ENOMEM;
+	}
+	b->n++;
+	*queued = true;
+	if (b->n == BATCH_EVENTS)
+		return push(p);
+	return 0;
+}
+
+static int on_file(void *ctx, int fd, const struct stat *st, const char *path, size_t len)
+{
+	bool queued;
+	int ret = add(ctx, EV_FILE, fd, 0, st, path, len, NULL, &queued);
+
+	if (!queued)
+		close(fd);
+	return ret;
+}
+
+/* A note or error lost to a failed allocation: the walk stops at its next
+ * file with -ENOMEM, and the command says "out of memory". */
+static void on_note(void *ctx, const char *path, size_t len, const char *why)
+{
+	bool queued;
+
+	add(ctx, EV_NOTE, -1, 0, NULL, path, len, why, &queued);
+}
+
+static void on_error(void *ctx, const char *path, size_t len, int err, const char *msg)
+{
+	bool queued;
+
+	add(ctx, EV_ERROR, -1, err, NULL, path, len, msg, &queued);
+}
+
+const struct walk_ops pipeline_walk_ops = {
+	.file = on_file,
+	.note = on_note,
+	.error = on_error,
+	.takes_fd = true,
+};
+
+int pipeline_new(const struct walk_ops *inner, void *inner_ctx, struct pipeline **out)
+{
+	struct pipeline *p;
+	struct rlimit rl;
+	size_t max = MAX_BATCHES;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	/* one CPU: the second thread would only add switches */
+	if (ncpu == 1)
+		return -EOPNOTSUPP;
+	/* each queued batch holds up to BATCH_EVENTS open fds; the walk and
+	 * the library need theirs */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+		if (rl.rlim_cur < 1024)
+			return -EOPNOTSUPP;
+		if ((rl.rlim_cur / 2 - 128) / BATCH_EVENTS < max)
+			max = (rl.rlim_cur / 2 - 128) / BATCH_EVENTS;
+		if (max < 2)
+			max = 2;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->inner = inner;
+	p->inner_ctx = inner_ctx;
+	p->max_batches = max;
+	p->filling = calloc(1, sizeof(*p->filling));
+	if (!p->filling) {
+		free(p);
+		return -ENOMEM;
+	}
+	p->nbatches = 1;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->cond, NULL);
+	if (pthread_create(&p->thread, NULL, consumer, p) != 0) {
+		pthread_mutex_destroy(&p->lock);
+		pthread_cond_destroy(&p->cond);
+		free(p->filling);
+		free(p);
+		return -EAGAIN;
+	}
+	*out = p;
+	return 0;
+}
+
+static void free_batch(struct batch *b)
+{
+	buf_free(&b->text);
+	free(b);
+}
+
+int pipeline_finish(struct pipeline *p)
+{
+	struct batch *b;
+	int ret;
+
+	if (p->filling && p->filling->n)
+		push(p); /* an allocation failure shows in p->failed or below */
+	pthread_mutex_lock(&p->lock);
+	p->done = true;
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+	pthread_join(p->thread, NULL);
+	ret = p->failed;
+	if (p->filling)
+		free_batch(p->filling);
+	while ((b = p->free_list)) {
+		p->free_list = b->next;
+		free_batch(b);
+	}
+	pthread_mutex_destroy(&p->lock);
+	pthread_cond_destroy(&p->cond);
+	free(p);
+	return ret;
+}
