@@ -6,7 +6,7 @@
  * The snapshot streams (a seekable one is read through once first, so that
  * a corrupt snapshot reads nothing); runs go to pc_warm() in batches of
  * BATCH_RUNS, which skips pages already resident. What was asked for is
- * logged to an unnamed temporary file (8 bytes per run), so that the final
+ * logged to a memfd (2 to 3 bytes per run, varints as in the snapshot), so that the final
  * measurement of the wanted pages' residency can read it again whatever
  * the snapshot's size, even from a pipe. --order=physical is the exception:
  * it holds every run of the snapshot (24 bytes each) to sort them by their
@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -117,8 +118,10 @@ struct restore {
 	int watch_state;           /* 0 works, else -errno of cachestat */
 	uint64_t evicted_seen;
 	double last_watch;
+	uint64_t bytes_at_check;   /* c->bytes at the last watch_check() */
 	/* the log of wanted runs: per file, path length, path, runs, end mark */
 	FILE *log;
+	uint64_t log_prev;         /* end of the last run logged for the file */
 	/* progress, rate */
 	double start, elapsed, last_progress;
 	uint64_t done_base;        /* bytes read before the current pc_warm() */
@@ -358,27 +361,88 @@ enum { FILE_PENDING, FILE_COMPLETE, FILE_UNKNOWN, FILE_GONE };
 
 static int set_state(struct restore *c, size_t i, int state);
 
+/* The log lives in memory (a memfd: no /tmp needed, gone at exit). */
+static FILE *log_open(void)
+{
+	int fd = memfd_create("pagecache-restore-log", MFD_CLOEXEC);
+	FILE *f;
+
+	if (fd < 0)
+		return NULL;
+	f = fdopen(fd, "w+");
+	if (!f)
+		close(fd);
+	return f;
+}
+
 static int log_path(struct restore *c, const char *rel)
 {
 	uint32_t n = (uint32_t)strlen(rel);
 
+	c->log_prev = 0;
 	if (fwrite(&n, sizeof(n), 1, c->log) != 1 || fwrite(rel, 1, n, c->log) != n)
 		return -EIO;
 	return 0;
 }
 
+static int put_varint(FILE *f, uint64_t v)
+{
+	while (v >= 0x80) {
+		if (putc_unlocked((int)(v & 0x7f) | 0x80, f) == EOF)
+			return -EIO;
+		v >>= 7;
+	}
+	return putc_unlocked((int)v, f) == EOF ? -EIO : 0;
+}
+
+static int get_varint(FILE *f, uint64_t *v)
+{
+	*v = 0;
+	for (unsigned int shift = 0; shift < 64; shift += 7) {
+		int b = getc_unlocked(f);
+
+		if (b == EOF)
+			return -EIO;
+		*v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return 0;
+	}
+	return -EIO;
+}
+
+/* Runs as (gap from the previous run's end, npages) varints, as in the
+ * snapshot itself: 2 to 3 bytes a run. (0, 0) ends a file. */
 static int log_runs(struct restore *c, const struct pc_run *runs, size_t n)
 {
-	if (n && fwrite(runs, sizeof(*runs), n, c->log) != n)
-		return -EIO;
+	for (size_t i = 0; i < n; i++) {
+		if (put_varint(c->log, runs[i].page - c->log_prev) < 0 ||
+		    put_varint(c->log, runs[i].npages) < 0)
+			return -EIO;
+		c->log_prev = runs[i].page + runs[i].npages;
+	}
 	return 0;
 }
 
 static int log_end(struct restore *c)
 {
-	struct pc_run end = { UINT64_MAX, 0 };
+	if (put_varint(c->log, 0) < 0 || put_varint(c->log, 0) < 0)
+		return -EIO;
+	return 0;
+}
 
-	return log_runs(c, &end, 1);
+/* The next logged run of a file: 1, 0 at its end, -EIO. */
+static int log_next(struct restore *c, uint64_t *prev, struct pc_run *run)
+{
+	uint64_t gap, n;
+
+	if (get_varint(c->log, &gap) < 0 || get_varint(c->log, &n) < 0)
+		return -EIO;
+	if (n == 0)
+		return 0;
+	run->page = *prev + gap;
+	run->npages = n;
+	*prev = run->page + n;
+	return 1;
 }
 
 /* Clamp runs to eof_page (counting what lies beyond); returns the new n. */
@@ -458,8 +522,12 @@ static int warm(struct restore *c, int fd, const char *rel, const struct pc_run 
 
 		watch_add(c, fd, runs[0].page, end - runs[0].page > cap ? runs[0].page + cap : end);
 	}
-	if (!c->stop && now_seconds() - c->last_watch >= 0.2) {
+	/* every 0.2 s, and every 32 MiB read: a fast restore fills a small
+	 * cgroup in less than 0.2 s */
+	if (!c->stop && (now_seconds() - c->last_watch >= 0.2 ||
+			 c->bytes - c->bytes_at_check >= (UINT64_C(32) << 20))) {
 		c->last_watch = now_seconds();
+		c->bytes_at_check = c->bytes;
 		if (watch_check(c))
 			c->stop = STOP_EVICTING;
 	}
@@ -993,12 +1061,14 @@ static int measure(struct restore *c, uint64_t *wanted, uint64_t *resident, bool
 				close(fd);
 			}
 		}
-		for (;;) {
-			if (fread(&run, sizeof(run), 1, c->log) != 1) {
+		for (uint64_t prev = 0;;) {
+			int more = log_next(c, &prev, &run);
+
+			if (more < 0) {
 				pc_residency_free(r);
 				return -EIO;
 			}
-			if (run.page == UINT64_MAX)
+			if (!more)
 				break;
 			fw += run.npages;
 			if (!r || state != FILE_PENDING)
@@ -1056,21 +1126,22 @@ static int rewarm(struct restore *c)
 		if (file_state(c, i) == FILE_PENDING)
 			fd = beneath_open(&c->bn, path, &st);
 		c->file_failed = fd < 0;
-		for (;;) {
+		for (uint64_t prev = 0;;) {
 			struct pc_run run;
+			int more = log_next(c, &prev, &run);
 
-			if (fread(&run, sizeof(run), 1, c->log) != 1) {
+			if (more < 0) {
 				ret = -EIO;
 				break;
 			}
-			if (run.page != UINT64_MAX)
+			if (more)
 				batch[k++] = run;
-			if (k && (k == BATCH_RUNS || run.page == UINT64_MAX)) {
+			if (k && (k == BATCH_RUNS || !more)) {
 				if (fd >= 0)
 					warm(c, fd, path, batch, k);
 				k = 0;
 			}
-			if (run.page == UINT64_MAX)
+			if (!more)
 				break;
 		}
 		if (fd >= 0)
@@ -1427,7 +1498,7 @@ int cmd_restore(int argc, char **argv)
 		ret = PC_EXIT_FAILED;
 		goto out;
 	}
-	c.log = tmpfile();
+	c.log = log_open();
 	if (!c.log) {
 		cli_error(NULL, 0, "a temporary file: %s", strerror(errno));
 		ret = PC_EXIT_FAILED;
