@@ -16,6 +16,7 @@ set -euo pipefail
 PC_PACKAGES=(
 	meson ninja-build pkg-config gcc g++ # build
 	check liburing-dev                   # libraries
+	zlib1g-dev                           # happycache's gzip'ed format (pagecache dump/restore)
 	valgrind python3                     # test stages, abi checks
 	libtsan2                             # tsan stage: gcc's ThreadSanitizer runtime
 	acl e2fsprogs util-linux             # setfacl, chattr, mount, setpriv in tests

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "snapcli.h"
 
 struct subcommand {
 	const char *name;
@@ -14,6 +15,9 @@ struct subcommand {
 
 static const struct subcommand subcommands[] = {
 	{ "stat", cmd_stat, "show how much of each file sits in the page cache" },
+	{ "dump", cmd_dump, "record which pages of which files are cached (a snapshot)" },
+	{ "restore", cmd_restore, "bring the pages a snapshot recorded back into the cache" },
+	{ "diff", cmd_diff, "compare two snapshots: pages added and removed per file" },
 	{ "audit", cmd_audit, "what this kernel reveals about the page cache, and to whom" },
 	{ "evict", cmd_evict, "drop files from the page cache" },
 	{ "touch", cmd_touch, "bring files into the page cache" },

@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Helper of bench-snapshot.sh: the other tools' methods, and the wait until
+ * every wanted page is resident (readahead(2) and WILLNEED return before
+ * the I/O lands).
+ *
+ *   bench-snapshot-helper poll SNAPSHOT ROOT [TIMEOUT_S]
+ *       poll mincore (pc_residency) until every page the snapshot records
+ *       is resident under ROOT (or none arrived for 2 s); prints
+ *       "resident=<percent> last=<epoch seconds when the count last grew>"
+ *   bench-snapshot-helper willneed8 SNAPSHOT ROOT
+ *       happycache's load: POSIX_FADV_WILLNEED on runs of at most 8 pages,
+ *       one call each
+ *   bench-snapshot-helper readahead FILE CHUNK_BYTES
+ *       readahead(2) over the whole file in chunks
+ *   bench-snapshot-helper pattern FILE RUN_BYTES
+ *       evict FILE, then read every other run of RUN_BYTES through a
+ *       POSIX_FADV_RANDOM fd (KERNEL.md section 7)
+ *   bench-snapshot-helper tree DIR NFILES SEED
+ *       NFILES files of 4-64 KiB in 100 directories
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <pagecache/pagecache.h>
+
+struct file {
+	char *path;
+	struct pc_run *runs;
+	size_t n;
+	uint64_t pages;
+	int done;
+};
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void die(const char *what, int err)
+{
+	fprintf(stderr, "bench-snapshot-helper: %s: %s\n", what, strerror(err < 0 ? -err : err));
+	exit(1);
+}
+
+/* The snapshot's files with their runs (this machine's page size assumed). */
+static struct file *load(const char *snap, size_t *nfiles)
+{
+	struct pc_snapshot_reader *rd;
+	const struct pc_snapshot_file *f;
+	struct file *files = NULL;
+	size_t n = 0, cap = 0;
+	int fd = open(snap, O_RDONLY | O_CLOEXEC), ret;
+
+	if (fd < 0)
+		die(snap, errno);
+	ret = pc_snapshot_reader_new(fd, &rd);
+	if (ret < 0)
+		die("reader", ret);
+	while ((ret = pc_snapshot_next_file(rd, &f)) > 0) {
+		struct pc_run run;
+		size_t rcap = 0;
+		struct file *x;
+
+		if (n == cap) {
+			cap = cap ? cap * 2 : 1024;
+			files = realloc(files, cap * sizeof(*files));
+			if (!files)
+				die("memory", ENOMEM);
+		}
+		x = &files[n++];
+		memset(x, 0, sizeof(*x));
+		x->path = strdup(f->path);
+		while ((ret = pc_snapshot_next_run(rd, &run)) > 0) {
+			if (x->n == rcap) {
+				rcap = rcap ? rcap * 2 : 16;
+				x->runs = realloc(x->runs, rcap * sizeof(*x->runs));
+				if (!x->runs)
+					die("memory", ENOMEM);
+			}
+			x->runs[x->n++] = run;
+			x->pages += run.npages;
+		}
+		if (ret < 0)
+			die("snapshot", ret);
+	}
+	if (ret < 0)
+		die("snapshot", ret);
+	pc_snapshot_reader_free(rd);
+	close(fd);
+	*nfiles = n;
+	return files;
+}
+
+static uint64_t resident_of(int dirfd, struct file *f)
+{
+	struct pc_residency *r;
+	uint64_t got = 0;
+	int fd = openat(dirfd, f->path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	if (pc_residency(fd, 0, 0, 0, &r) == 0) {
+		for (size_t i = 0; i < f->n; i++)
+			for (uint64_t p = f->runs[i].page; p < f->runs[i].page + f->runs[i].npages;
+			     p++)
+				got += pc_residency_test(r, p) == 1;
+		pc_residency_free(r);
+	}
+	close(fd);
+	return got;
+}
+
+static double wall(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Poll until every recorded page is resident, or the count stopped
+ * growing for 2 s (pages that will not come), or timeout. Prints the
+ * percentage and the wall-clock time at which the pass that saw the
+ * count last grow began: about when the last page landed, whether or not
+ * all did. */
+static int cmd_poll(const char *snap, const char *root, double timeout)
+{
+	size_t n, left;
+	struct file *files = load(snap, &n);
+	uint64_t want = 0, have = 0, partial = 0, prev = UINT64_MAX;
+	int dirfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	double t0 = now(), last = wall(), last_mono = now();
+
+	if (dirfd < 0)
+		die(root, errno);
+	for (size_t i = 0; i < n; i++)
+		want += files[i].pages;
+	left = n;
+	for (;;) {
+		/* when this pass sees the final count, the pages landed before
+		 * its end and after the previous pass began: its start is the
+		 * time taken (the same rule for every method) */
+		double pass_wall = wall(), pass_mono = now();
+
+		partial = 0;
+		for (size_t i = 0; i < n; i++) {
+			uint64_t got;
+
+			if (files[i].done)
+				continue;
+			got = resident_of(dirfd, &files[i]);
+			if (got == files[i].pages) {
+				files[i].done = 1;
+				have += got;
+				left--;
+			} else {
+				partial += got;
+			}
+		}
+		if (have + partial != prev) {
+			prev = have + partial;
+			last = pass_wall;
+			last_mono = pass_mono;
+		}
+		if (!left || now() - t0 > timeout || now() - last_mono > 2.0)
+			break;
+		usleep(2000);
+	}
+	printf("resident=%.3f last=%.6f\n",
+	       want ? 100.0 * (double)(have + partial) / (double)want : 100.0, last);
+	return 0;
+}
+
+static int cmd_willneed8(const char *snap, const char *root)
+{
+	size_t n;
+	struct file *files = load(snap, &n);
+	int dirfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	uint64_t ps = (uint64_t)pc_page_size();
+
+	if (dirfd < 0)
+		die(root, errno);
+	for (size_t i = 0; i < n; i++) {
+		int fd = openat(dirfd, files[i].path, O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0)
+			continue;
+		for (size_t k = 0; k < files[i].n; k++)
+			for (uint64_t p = files[i].runs[k].page;
+			     p < files[i].runs[k].page + files[i].runs[k].npages; p += 8) {
+				uint64_t end = files[i].runs[k].page + files[i].runs[k].npages;
+				uint64_t len = (end - p < 8 ? end - p : 8) * ps;
+
+				posix_fadvise(fd, (off_t)(p * ps), (off_t)len, POSIX_FADV_WILLNEED);
+			}
+		close(fd);
+	}
+	return 0;
+}
+
+static int cmd_readahead(const char *path, uint64_t chunk)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+
+	if (fd < 0 || fstat(fd, &st) < 0)
+		die(path, errno);
+	for (uint64_t off = 0; off < (uint64_t)st.st_size; off += chunk)
+		if (readahead(fd, (off64_t)off, (size_t)chunk) < 0)
+			die("readahead", errno);
+	close(fd);
+	return 0;
+}
+
+static int cmd_pattern(const char *path, uint64_t run)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	char *buf = malloc(run);
+
+	if (fd < 0 || fstat(fd, &st) < 0 || !buf)
+		die(path, errno);
+	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+	for (uint64_t off = 0; off < (uint64_t)st.st_size; off += 2 * run)
+		if (pread(fd, buf, run, (off_t)off) < 0)
+			die("pread", errno);
+	free(buf);
+	close(fd);
+	return 0;
+}
+
+static int cmd_tree(const char *dir, unsigned long nfiles, unsigned int seed)
+{
+	static char data[64 * 1024];
+	char path[4096];
+
+	srand(seed);
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (char)rand();
+	for (unsigned long i = 0; i < nfiles; i++) {
+		size_t size = 4096 + (size_t)rand() % (60 * 1024 + 1);
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/d%02lu", dir, i % 100);
+		mkdir(path, 0755);
+		snprintf(path, sizeof(path), "%s/d%02lu/f%06lu", dir, i % 100, i);
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd < 0 || write(fd, data, size) != (ssize_t)size)
+			die(path, errno);
+		close(fd);
+	}
+	sync();
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 4 && strcmp(argv[1], "poll") == 0)
+		return cmd_poll(argv[2], argv[3], argc > 4 ? atof(argv[4]) : 120.0);
+	if (argc == 4 && strcmp(argv[1], "willneed8") == 0)
+		return cmd_willneed8(argv[2], argv[3]);
+	if (argc == 4 && strcmp(argv[1], "readahead") == 0)
+		return cmd_readahead(argv[2], strtoull(argv[3], NULL, 0));
+	if (argc == 4 && strcmp(argv[1], "pattern") == 0)
+		return cmd_pattern(argv[2], strtoull(argv[3], NULL, 0));
+	if (argc == 5 && strcmp(argv[1], "tree") == 0)
+		return cmd_tree(argv[2], strtoul(argv[3], NULL, 0), (unsigned int)atoi(argv[4]));
+	fprintf(stderr, "usage: see the comment at the top of bench-snapshot-helper.c\n");
+	return 2;
+}

@@ -1,0 +1,154 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# bench-snapshot.sh PAGECACHE HELPER: pagecache restore and dump against
+# the other ways of doing it, side by side in one run (issue 6). Every
+# restore timing runs with --fast and stops when every wanted page is
+# resident (readahead(2) and WILLNEED return before the I/O lands: the
+# helper polls mincore). One line per comparison:
+#   case=<name> ratio=<x> ratio_is=<throughput|time> target=<...> ours_s=... theirs_s=...
+#        resident_ours=<%> resident_theirs=<%>
+# ratio_is=throughput: ours/theirs bytes per second (higher is better);
+# ratio_is=time: our time/their time (lower is better). Times are medians.
+#
+# Environment: PC_BENCH_MB (the big file, default 4096), PC_BENCH_FILES (the
+# tree, default 20000 files of 4-64 KiB), PC_BENCH_ROUNDS (default 3),
+# PC_BENCH_DIR (default /var/tmp; a real disk, not tmpfs). Needs root (to
+# see residency of every file) and vmtouch (else those cases are left out).
+set -euo pipefail
+
+PC=$(realpath "$1")
+H=$(realpath "$2")
+MB=${PC_BENCH_MB:-4096}
+NFILES=${PC_BENCH_FILES:-20000}
+ROUNDS=${PC_BENCH_ROUNDS:-3}
+DIR=$(mktemp -d "${PC_BENCH_DIR:-/var/tmp}/pc-bench-snap.XXXXXX")
+trap 'rm -rf "$DIR"' EXIT
+HAVE_VMTOUCH=$(command -v vmtouch >/dev/null && echo 1 || echo 0)
+
+if [[ $(stat -f -c %T "$DIR") == tmpfs ]]; then
+	echo "SKIP: bench-snapshot: $DIR is on tmpfs"
+	exit 77
+fi
+if ((EUID != 0)); then
+	echo "SKIP: bench-snapshot: needs root"
+	exit 77
+fi
+
+now() { date +%s.%N; }
+calc() { awk "BEGIN { printf \"%.6f\", $1 }"; }
+
+evict() {
+	# vmtouch -e is POSIX_FADV_DONTNEED on every file; without it, python
+	if ((HAVE_VMTOUCH)); then
+		vmtouch -q -e "$1"
+	else
+		python3 - "$1" <<'PY'
+import os, sys
+for r, _, ns in os.walk(sys.argv[1]) if os.path.isdir(sys.argv[1]) else [("", [], [sys.argv[1]])]:
+    for n in ns:
+        fd = os.open(os.path.join(r, n), os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)
+PY
+	fi
+}
+
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+# timed TARGET SNAP ROOT CMD...: evict TARGET, run CMD, poll until the
+# snapshot's pages are resident; prints "seconds resident%"
+timed() {
+	local target=$1 snap=$2 root=$3 t0 res last pct
+	shift 3
+	evict "$target"
+	sleep 0.2
+	t0=$(now)
+	"$@" >/dev/null
+	res=$("$H" poll "$snap" "$root" 120)
+	# the time the last page landed (or the command's end, if later)
+	last=${res#*last=}
+	pct=${res%% *}
+	t1=$(now)
+	# (a bare > in awk's printf would redirect its output to a file)
+	if awk "BEGIN { exit !($last > $t0) }"; then t1=$last; fi
+	echo "$(calc "$t1 - $t0") ${pct#resident=}"
+}
+
+# compare NAME RATIO_IS TARGET TARGETPATH SNAP ROOT -- OURS... -- THEIRS...
+compare() {
+	local name=$1 kind=$2 target=$3 path=$4 snap=$5 root=$6
+	shift 6
+	local ours=() theirs=() side=0
+	for a in "$@"; do
+		if [[ $a == -- ]]; then side=$((side + 1)); continue; fi
+		if ((side == 1)); then ours+=("$a"); else theirs+=("$a"); fi
+	done
+	local o_t=() t_t=() o_r t_r
+	for ((r = 0; r < ROUNDS; r++)); do
+		read -r t res < <(timed "$path" "$snap" "$root" "${ours[@]}")
+		o_t+=("$t"); o_r=$res
+		read -r t res < <(timed "$path" "$snap" "$root" "${theirs[@]}")
+		t_t+=("$t"); t_r=$res
+	done
+	local om tm ratio
+	om=$(printf '%s\n' "${o_t[@]}" | median)
+	tm=$(printf '%s\n' "${t_t[@]}" | median)
+	if [[ $kind == throughput ]]; then
+		ratio=$(calc "$tm / $om")
+	else
+		ratio=$(calc "$om / $tm")
+	fi
+	printf 'case=%s ratio=%.2f ratio_is=%s target=%s ours_s=%.3f theirs_s=%.3f resident_ours=%s resident_theirs=%s\n' \
+		"$name" "$ratio" "$kind" "$target" "$om" "$tm" "$o_r" "$t_r"
+}
+
+RESTORE=("$PC" restore --fast -q)
+
+# ---- one big file ----
+BIG=$DIR/big/file
+mkdir -p "$DIR/big"
+echo "# creating a ${MB} MiB file in $DIR" >&2
+dd if=/dev/urandom of="$BIG" bs=1M count="$MB" status=none conv=fsync
+cat "$BIG" >/dev/null
+"$PC" dump -q -o "$DIR/full.snap" "$DIR/big" >/dev/null
+compare full-file-vs-readahead-2m throughput '>=0.9' "$BIG" "$DIR/full.snap" "$DIR/big" \
+	-- "${RESTORE[@]}" "$DIR/full.snap" -- "$H" readahead "$BIG" $((2 << 20))
+if ((HAVE_VMTOUCH)); then
+	compare full-file-vs-vmtouch throughput '>=2' "$BIG" "$DIR/full.snap" "$DIR/big" \
+		-- "${RESTORE[@]}" "$DIR/full.snap" -- vmtouch -q -t "$BIG"
+fi
+
+# ---- every other 64 KiB run ----
+"$H" pattern "$BIG" $((64 << 10))
+"$PC" dump -q -o "$DIR/half.snap" "$DIR/big" >/dev/null
+compare half-runs-vs-happycache throughput '>=2' "$BIG" "$DIR/half.snap" "$DIR/big" \
+	-- "${RESTORE[@]}" "$DIR/half.snap" -- "$H" willneed8 "$DIR/half.snap" "$DIR/big"
+rm -f "$BIG"
+
+# ---- the tree ----
+TREE=$DIR/tree
+mkdir -p "$TREE"
+echo "# creating $NFILES files of 4-64 KiB" >&2
+"$H" tree "$TREE" "$NFILES" 6
+cat "$TREE"/*/* >/dev/null
+"$PC" dump -q -o "$DIR/tree.snap" "$TREE" >/dev/null
+compare tree-restore-vs-happycache time '<=1.0' "$TREE" "$DIR/tree.snap" "$TREE" \
+	-- "${RESTORE[@]}" "$DIR/tree.snap" -- "$H" willneed8 "$DIR/tree.snap" "$TREE"
+if ((HAVE_VMTOUCH)); then
+	compare tree-restore-vs-vmtouch time '<=0.2' "$TREE" "$DIR/tree.snap" "$TREE" \
+		-- "${RESTORE[@]}" "$DIR/tree.snap" -- vmtouch -q -t "$TREE"
+	# dump (cached tree) against vmtouch's scan of it
+	cat "$TREE"/*/* >/dev/null
+	d_t=() v_t=()
+	for ((r = 0; r < ROUNDS; r++)); do
+		t0=$(now); "$PC" dump -q -o "$DIR/tree2.snap" "$TREE" >/dev/null; t1=$(now)
+		d_t+=("$(calc "$t1 - $t0")")
+		t0=$(now); vmtouch "$TREE" >/dev/null; t1=$(now)
+		v_t+=("$(calc "$t1 - $t0")")
+	done
+	dm=$(printf '%s\n' "${d_t[@]}" | median)
+	vm=$(printf '%s\n' "${v_t[@]}" | median)
+	printf 'case=tree-dump-vs-vmtouch-scan ratio=%.2f ratio_is=time target=<=0.5 ours_s=%.3f theirs_s=%.3f snapshot_bytes=%s\n' \
+		"$(calc "$dm / $vm")" "$dm" "$vm" "$(stat -c %s "$DIR/tree2.snap")"
+fi

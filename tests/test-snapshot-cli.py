@@ -1,0 +1,880 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Tests of pagecache dump, restore and diff (issue 6), against the built
+binary: round trips on trees with sparse, empty, huge (> 4 GiB, sparse) and
+changed files, checked both ways with mincore (the dumped pages are
+resident afterwards, pages far from any dumped run stay out); a second
+restore reads nothing; identity mismatches and --strict; hostile snapshots
+(symlinks out of the root, "..", absolute paths) that must read nothing
+outside the root, with openat2 and with the component walk; every
+truncation and random bit flips; happycache files written by hand from the
+format's description; budgets; uid 65534.
+
+Usage: test-snapshot-cli.py PATH-TO-pagecache PATH-TO-noopenat2-shim.so
+Prints one line per case; "SKIP: case: why" for a case that cannot run here.
+Exits 0 when all ran cases passed, 1 on a failure, 77 when nothing can run.
+Under PC_UNDER_VALGRIND=1 every pagecache run goes through valgrind."""
+
+import ctypes
+import ctypes.util
+import gzip
+import json
+import os
+import random
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import traceback
+
+EXE = None
+SHIM = None
+PS = os.sysconf("SC_PAGE_SIZE")
+TIMEOUT = 120
+NOBODY = 65534
+IS_ROOT = os.geteuid() == 0
+UNDER_VALGRIND = os.environ.get("PC_UNDER_VALGRIND") == "1"
+VALGRIND = ["valgrind", "--error-exitcode=3", "--leak-check=full",
+            "--errors-for-leak-kinds=definite", "--quiet",
+            "--suppressions=" + os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                             "valgrind.supp")]
+
+libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                      ctypes.c_int, ctypes.c_long]
+libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
+
+
+class Failure(Exception):
+    pass
+
+
+class Skip(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Failure(what)
+
+
+def need_root():
+    if not IS_ROOT:
+        raise Skip("needs root (mincore is the truth only for a caller the gate lets through)")
+
+
+def run(args, as_nobody=False, input_bytes=None, env=None, cwd=None, stdout_file=None,
+        stdin_file=None, valgrind=True):
+    """Run pagecache; returns (rc, stdout bytes, stderr bytes)."""
+    cmd = [EXE] + args
+    if UNDER_VALGRIND and valgrind:
+        cmd = VALGRIND + cmd
+    if as_nobody:
+        cmd = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"] + cmd
+    e = dict(os.environ)
+    if env:
+        e.update(env)
+    p = subprocess.run(cmd, input=input_bytes, stdin=stdin_file,
+                       stdout=stdout_file if stdout_file else subprocess.PIPE,
+                       stderr=subprocess.PIPE, env=e, cwd=cwd,
+                       timeout=TIMEOUT * (10 if UNDER_VALGRIND else 1))
+    err = p.stderr
+    if UNDER_VALGRIND and valgrind:
+        check(p.returncode != 3, "valgrind found errors:\n" + err.decode(errors="replace"))
+        err = b"".join(l for l in err.splitlines(keepends=True)
+                       if not l.startswith(b"--") and not l.startswith(b"=="))
+    return p.returncode, p.stdout, err
+
+
+def run_json(args, **kw):
+    rc, out, err = run(args + ["--json"], **kw)
+    try:
+        doc = json.loads(out)
+    except ValueError as e:
+        raise Failure(f"{args}: exit {rc}, output is not JSON ({e}): {out[:300]!r} {err[:500]!r}")
+    return rc, doc, err
+
+
+def mincore(path, first=0, count=None):
+    """mincore of pages [first, first + count) through a fresh mapping."""
+    size = os.stat(path).st_size
+    npages = (size + PS - 1) // PS
+    if count is None:
+        count = npages - first
+    count = max(0, min(count, npages - first))
+    if count == 0:
+        return []
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        addr = libc.mmap(None, count * PS, 1, 1, fd, first * PS)
+        check(addr not in (None, ctypes.c_void_p(-1).value), "mmap failed")
+        vec = ctypes.create_string_buffer(count)
+        r = libc.mincore(addr, count * PS, vec)
+        libc.munmap(addr, count * PS)
+        check(r == 0, f"mincore failed: errno {ctypes.get_errno()}")
+        return [b & 1 for b in vec.raw[:count]]
+    finally:
+        os.close(fd)
+
+
+def resident_pages(path, first=0, count=None):
+    return {first + i for i, b in enumerate(mincore(path, first, count)) if b}
+
+
+def make_file(path, npages, mode=0o644):
+    with open(path, "wb") as f:
+        f.write(os.urandom(npages * PS))
+        f.flush()
+        os.fsync(f.fileno())
+    os.chmod(path, mode)
+
+
+def evict(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def evict_tree(t):
+    for root, _, names in os.walk(t):
+        for n in names:
+            p = os.path.join(root, n)
+            if os.path.isfile(p) and not os.path.islink(p):
+                evict(p)
+
+
+def set_pattern(path, pages):
+    """Evict the whole file, then read the listed pages through a
+    POSIX_FADV_RANDOM fd (KERNEL.md section 7)."""
+    evict(path)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+        for p in pages:
+            os.pread(fd, 1, p * PS)
+    finally:
+        os.close(fd)
+
+
+class Env:
+    def __init__(self):
+        base = os.environ.get("PC_TEST_DIR", "/var/tmp")
+        self.dir = tempfile.mkdtemp(prefix="pc-test-snapcli.", dir=base)
+        os.chmod(self.dir, 0o755)
+
+    def path(self, *parts):
+        return os.path.join(self.dir, *parts)
+
+    def cleanup(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def tmpfs(path):
+    out = subprocess.run(["stat", "-f", "-c", "%T", path], capture_output=True,
+                         text=True).stdout.strip()
+    return out == "tmpfs"
+
+
+# ---- the native format, by hand (doc/snapshot-format.md) ------------------
+
+def _crc32c_table():
+    t = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        t.append(c)
+    return t
+
+
+CRC_TABLE = _crc32c_table()
+
+
+def crc32c(data):
+    c = 0xFFFFFFFF
+    for b in data:
+        c = CRC_TABLE[(c ^ b) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+
+
+def varint(v):
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def zigzag(v):
+    return (v << 1) ^ (v >> 63)
+
+
+def record(t, payload):
+    head = t.encode() + struct.pack("<I", len(payload))
+    return head + payload + struct.pack("<I", crc32c(head + payload))
+
+
+def lpstr(b):
+    return varint(len(b)) + b
+
+
+def native_snapshot(root, files):
+    """files: list of (path bytes, size, mtime_ns, quality, [(page, npages)])."""
+    out = bytearray(b"\x89pagecache\r\n\x1a\n" + struct.pack("<H", 1))
+    out += record("H", varint(PS) + varint(zigzag(0)) + varint(0) + varint(0) + varint(0) +
+                  lpstr(root.encode() if isinstance(root, str) else root) + lpstr(b"test"))
+    nruns_total = npages_total = 0
+    for path, size, mtime, quality, runs in files:
+        body = varint(0) + lpstr(path) + varint(size) + varint(zigzag(mtime)) + varint(0) + \
+            varint(0) + varint(quality) + varint(len(runs)) + \
+            varint(sum(n for _, n in runs))
+        prev = 0
+        for page, n in runs:
+            body += varint(page - prev) + varint(n - 1)
+            prev = page + n
+        out += record("F", body)
+        nruns_total += len(runs)
+        npages_total += sum(n for _, n in runs)
+    off = len(out)
+    out += record("E", varint(len(files)) + varint(nruns_total) + varint(npages_total) +
+                  varint(off))
+    return bytes(out)
+
+
+# ---- cases ----------------------------------------------------------------
+
+FAR = 1024  # pages: 4 MiB, beyond any readahead window or 2 MiB folio
+
+
+def far_pages(runs, npages, step=97):
+    """Pages of a file that are at least FAR pages from every run."""
+    out = []
+    for p in range(0, npages, step):
+        if all(p < a - FAR or p >= a + n + FAR for a, n in runs):
+            out.append(p)
+    return out
+
+
+def runs_of(pages):
+    runs = []
+    for p in sorted(pages):
+        if runs and runs[-1][0] + runs[-1][1] == p:
+            runs[-1][1] += 1
+        else:
+            runs.append([p, 1])
+    return runs
+
+
+def make_round_trip_tree(env):
+    """t/: dense files with patterns, a sparse file, an empty one, a huge
+    sparse one (6 GiB) with pages cached beyond 4 GiB. Returns (tree,
+    {name: pages set at dump})."""
+    t = env.path("t")
+    os.makedirs(os.path.join(t, "sub", "deeper"))
+    patterns = {}
+    make_file(os.path.join(t, "dense"), 4096)  # 16 MiB
+    patterns["dense"] = list(range(0, 16)) + list(range(2048, 2080))
+    make_file(os.path.join(t, "sub", "small"), 8)
+    patterns["sub/small"] = list(range(0, 8))
+    make_file(os.path.join(t, "sub", "deeper", "cold"), 64)
+    patterns["sub/deeper/cold"] = []
+    with open(os.path.join(t, "empty"), "wb"):
+        pass
+    sp = os.path.join(t, "sparse")
+    with open(sp, "wb") as f:
+        f.truncate(64 << 20)
+        f.seek(10 << 20)
+        f.write(os.urandom(1 << 20))
+    patterns["sparse"] = list(range(2560, 2600))
+    huge = os.path.join(t, "huge")
+    with open(huge, "wb") as f:
+        f.truncate(6 << 30)
+        f.seek(5 << 30)
+        f.write(os.urandom(4 << 20))
+    base = (5 << 30) // PS
+    patterns["huge"] = list(range(base, base + 64)) + [base + 1000]
+    for name, pages in patterns.items():
+        set_pattern(os.path.join(t, name), pages)
+    return t, patterns
+
+
+def check_restored(t, dumped, label):
+    """Every dumped page resident; pages far from any dumped run not."""
+    for name, pages in dumped.items():
+        p = os.path.join(t, name)
+        if not pages:
+            continue
+        lo, hi = min(pages), max(pages) + 1
+        res = resident_pages(p, lo, hi - lo)
+        missing = set(pages) - res
+        check(not missing, f"{label}: {name}: {len(missing)} dumped pages not resident, "
+              f"e.g. {sorted(missing)[:5]}")
+    for name, pages in dumped.items():
+        p = os.path.join(t, name)
+        npages = (os.stat(p).st_size + PS - 1) // PS
+        runs = [(a, n) for a, n in runs_of(pages)]
+        far = far_pages(runs, npages, step=max(1, npages // 2000))
+        vec = set()
+        # check far pages in windows so that a 6 GiB file is not mapped at once
+        for q in far:
+            if mincore(p, q, 1)[0]:
+                vec.add(q)
+        check(not vec, f"{label}: {name}: pages far from every dumped run are resident: "
+              f"{sorted(vec)[:5]}")
+
+
+def case_round_trip(env):
+    need_root()
+    t, patterns = make_round_trip_tree(env)
+    snap = env.path("snap")
+    # what the kernel says right before the dump is what must come back
+    dumped = {n: sorted(resident_pages(os.path.join(t, n))) if n != "huge" else
+              sorted(resident_pages(os.path.join(t, n), (5 << 30) // PS, 4096))
+              for n in patterns}
+    rc, doc, err = run_json(["dump", "-q", "-o", snap, t])
+    check(rc == 0, f"dump: exit {rc}: {err!r}")
+    check(doc["files"] == 6 and doc["unknown_files"] == 0, f"dump summary: {doc}")
+    check(doc["root"] == os.path.realpath(t), f"root {doc['root']}")
+    total = sum(len(v) for v in dumped.values())
+    check(doc["resident_pages"] >= total, f"dump counted {doc['resident_pages']} < {total}")
+    check(doc["snapshot_bytes"] == os.stat(snap).st_size, "snapshot size in the summary")
+    check(doc["bytes_per_run"] is not None, "bytes per run")
+    evict_tree(t)
+    for strategy, order in (("readahead", "file"), ("io_uring", "file"),
+                            ("readahead", "physical")):
+        rc, doc, err = run_json(["restore", "--fast", "-q", "--strategy", strategy,
+                                 "--order", order, snap])
+        check(rc == 0, f"restore {strategy} {order}: exit {rc}: {err!r}")
+        check(doc["files_restored"] == 4 and doc["files_without_pages"] == 2,
+              f"restore files: {doc}")
+        check(doc["pages_read"] == doc["pages_wanted"] - doc["pages_already_resident"],
+              f"restore counts: {doc}")
+        check(doc["final_resident_percent"] == 100.0, f"final resident: {doc}")
+        check_restored(t, dumped, f"{strategy}/{order}")
+        # the second restore right after: nothing to read
+        rc, out, err = run(["restore", "--fast", "-q", snap])
+        check(rc == 0, f"second restore: exit {rc}: {err!r}")
+        check(b"read:           0 pages" in out, f"second restore read something:\n{out.decode()}")
+        check(b"resident now:   100.00%" in out, f"second restore:\n{out.decode()}")
+        evict_tree(t)
+    # a dump right after a restore matches the first: diff shows nothing removed
+    run(["restore", "--fast", "-q", snap])
+    snap2 = env.path("snap2")
+    rc, _, err = run(["dump", "-q", "-o", snap2, t])
+    check(rc == 0, f"second dump: {err!r}")
+    rc, doc, err = run_json(["diff", snap, snap2])
+    check(rc == 0, f"diff: exit {rc} {err!r}")
+    check(doc["totals"]["removed_pages"] == 0 and doc["totals"]["files_in_both"] == 6,
+          f"diff after restore: {doc['totals']}")
+
+
+def case_identity_and_strict(env):
+    need_root()
+    t = env.path("t")
+    os.mkdir(t)
+    for n in ("same", "grown", "touched"):
+        make_file(os.path.join(t, n), 64)
+        set_pattern(os.path.join(t, n), range(0, 32))
+    snap = env.path("snap")
+    rc, _, err = run(["dump", "-q", "-o", snap, t])
+    check(rc == 0, f"dump: {err!r}")
+    with open(os.path.join(t, "grown"), "ab") as f:
+        f.write(b"x" * PS)
+    os.utime(os.path.join(t, "touched"), ns=(10**18, 10**18))
+    evict_tree(t)
+    rc, doc, err = run_json(["restore", "--fast", "-q", snap])
+    check(rc == 0, f"restore: {err!r}")
+    check(doc["changed"] == 2 and sorted(doc["changed_files"]) == ["grown", "touched"],
+          f"changed: {doc['changed_files']}")
+    check(doc["files_restored"] == 3, "changed files are restored without --strict")
+    check(set(range(32)) <= resident_pages(os.path.join(t, "grown")), "grown not restored")
+    rc, out, err = run(["restore", "--fast", "-q", snap])
+    check(b"changed:        2 files" in out and b"grown" in out and b"touched" in out,
+          f"text summary does not name them:\n{out.decode()}")
+    evict_tree(t)
+    rc, doc, err = run_json(["restore", "--fast", "-q", "--strict", snap])
+    check(rc == 0, f"restore --strict: {err!r}")
+    check(doc["skipped"]["changed"] == 2 and doc["files_restored"] == 1, f"--strict: {doc}")
+    check(not resident_pages(os.path.join(t, "grown")), "--strict read a changed file")
+    check(not resident_pages(os.path.join(t, "touched")), "--strict read a changed file")
+    check(set(range(32)) <= resident_pages(os.path.join(t, "same")), "same not restored")
+    # removed since the dump: skipped as missing, exit 0
+    os.unlink(os.path.join(t, "same"))
+    rc, doc, err = run_json(["restore", "--fast", "-q", snap])
+    check(rc == 0 and doc["skipped"]["missing"] == 1, f"missing: rc {rc} {doc['skipped']}")
+
+
+def hostile_setup(env):
+    """root/ with symlinks out of it, outside/secret cached by nobody."""
+    root, outside = env.path("root"), env.path("outside")
+    os.makedirs(os.path.join(root, "sub"))
+    os.mkdir(outside)
+    secret = os.path.join(outside, "secret")
+    make_file(secret, 64)
+    make_file(os.path.join(root, "ok"), 16)
+    os.symlink(secret, os.path.join(root, "abs-link"))
+    os.symlink("../outside/secret", os.path.join(root, "rel-link"))
+    os.symlink(outside, os.path.join(root, "dir-link"))
+    os.symlink("../../outside", os.path.join(root, "sub", "up-link"))
+    os.mkfifo(os.path.join(root, "fifo"))
+    evict(secret)
+    evict(os.path.join(root, "ok"))
+    return root, secret
+
+
+HOSTILE_PATHS = [b"../outside/secret", b"sub/../../outside/secret", b"abs-link", b"rel-link",
+                 b"dir-link/secret", b"sub/up-link/secret", b"./../outside/secret",
+                 b"sub/../sub/../../outside/secret", b"fifo"]
+
+
+def case_hostile_snapshot(env):
+    need_root()
+    root, secret = hostile_setup(env)
+    size = 64 * PS
+    files = [(b"ok", 16 * PS, 0, 1, [(0, 16)])]
+    files += [(p, size, 0, 1, [(0, 64)]) for p in HOSTILE_PATHS]
+    snap = env.path("hostile.snap")
+    with open(snap, "wb") as f:
+        f.write(native_snapshot(root, files))
+    for label, extra in (("openat2", {}), ("walk", {"LD_PRELOAD": SHIM})):
+        if label == "walk" and UNDER_VALGRIND:
+            continue  # valgrind's own openat2 is ENOSYS: the plain run is the walk
+        rc, doc, err = run_json(["restore", "--fast", snap], env=extra)
+        check(rc == 1, f"{label}: exit {rc}, want 1 (refused paths): {err!r}")
+        want = "component walk" if label == "walk" or UNDER_VALGRIND else "openat2"
+        check(want in doc["open_method"], f"{label}: method {doc['open_method']}")
+        check(doc["files_restored"] == 1, f"{label}: restored {doc['files_restored']}")
+        refused = doc["skipped"]["refused"] + doc["skipped"]["not_regular"] + \
+            doc["skipped"]["missing"]
+        check(refused == len(HOSTILE_PATHS), f"{label}: skipped {doc['skipped']}")
+        check(doc["skipped"]["not_regular"] == 1, f"{label}: the FIFO: {doc['skipped']}")
+        check(not resident_pages(secret), f"{label}: a file outside the root was read")
+        check(set(range(16)) <= resident_pages(os.path.join(root, "ok")),
+              f"{label}: the file inside was not restored")
+        evict(os.path.join(root, "ok"))
+    # a symlink that stays inside the root: openat2 follows it, the walk refuses it
+    os.symlink("ok", os.path.join(root, "in-link"))
+    with open(snap, "wb") as f:
+        f.write(native_snapshot(root, [(b"in-link", 16 * PS, 0, 1, [(0, 16)])]))
+    if not UNDER_VALGRIND:
+        rc, doc, err = run_json(["restore", "--fast", snap])
+        check(rc == 0 and doc["files_restored"] == 1, f"in-root symlink, openat2: {doc}")
+        evict(os.path.join(root, "ok"))
+    rc, doc, err = run_json(["restore", "--fast", snap],
+                            env={} if UNDER_VALGRIND else {"LD_PRELOAD": SHIM})
+    check(rc == 1 and doc["skipped"]["refused"] == 1, f"in-root symlink, walk: {doc}")
+    # the writer refuses such paths itself; the absolute happycache path too
+    hc = env.path("hostile.gz")
+    with gzip.open(hc, "wb") as f:
+        f.write(b"".join(b"./" + p + b"\n0\n" for p in HOSTILE_PATHS) +
+                secret.encode() + b"\n0\n1\n")
+    rc, doc, err = run_json(["restore", "--fast", "--root", root, hc])
+    check(rc == 1 and doc["files_restored"] == 0, f"hostile happycache: {rc} {doc}")
+    check(not resident_pages(secret), "happycache: a file outside the root was read")
+
+
+def small_snapshot(env):
+    t = env.path("t")
+    os.mkdir(t)
+    for n in ("a", "b"):
+        make_file(os.path.join(t, n), 32)
+        set_pattern(os.path.join(t, n), [0, 1, 2, 10, 20])
+    snap = env.path("snap")
+    rc, _, err = run(["dump", "-q", "-o", snap, t])
+    check(rc == 0, f"dump: {err!r}")
+    evict_tree(t)
+    with open(snap, "rb") as f:
+        return t, f.read()
+
+
+def case_truncations(env):
+    need_root()
+    t, data = small_snapshot(env)
+    bad = env.path("bad")
+    step = 7 if UNDER_VALGRIND else 1
+    for cut in list(range(0, len(data), step)):
+        with open(bad, "wb") as f:
+            f.write(data[:cut])
+        rc, out, err = run(["restore", "--fast", "-q", bad])
+        check(rc == 1, f"cut at {cut}: exit {rc}")
+        check(b"at byte " in err or (cut < 16 and err), f"cut at {cut}: no offset: {err!r}")
+        check(err.count(b"\n") == 1, f"cut at {cut}: not one line: {err!r}")
+    # the reader saw no valid snapshot: nothing was read
+    for n in ("a", "b"):
+        check(not resident_pages(os.path.join(t, n)), f"a truncated snapshot read {n}")
+    # from a pipe too
+    rc, out, err = run(["restore", "--fast", "-q", "-"], input_bytes=data[:len(data) - 3])
+    check(rc == 1 and b"at byte" in err, f"pipe: exit {rc} {err!r}")
+
+
+def case_bit_flips(env):
+    need_root()
+    t, data = small_snapshot(env)
+    bad = env.path("bad")
+    rnd = random.Random(6)
+    for _ in range(30 if UNDER_VALGRIND else 300):
+        bit = rnd.randrange(len(data) * 8)
+        b = bytearray(data)
+        b[bit // 8] ^= 1 << (bit % 8)
+        with open(bad, "wb") as f:
+            f.write(b)
+        rc, out, err = run(["restore", "--fast", "-q", bad])
+        check(rc == 1, f"bit {bit}: exit {rc}: {out!r}")
+        check(b"byte" in err or b"version" in err, f"bit {bit}: {err!r}")
+    for n in ("a", "b"):
+        check(not resident_pages(os.path.join(t, n)), f"a corrupt snapshot read {n}")
+
+
+def case_happycache_by_hand(env):
+    need_root()
+    t = env.path("t")
+    os.makedirs(os.path.join(t, "d"))
+    a, b = os.path.join(t, "a"), os.path.join(t, "d", "b")
+    make_file(a, 256)
+    make_file(b, 64)
+    evict(a)
+    evict(b)
+    # a: pages 3, 4, 5, 100 then a repeated path line (a new chunk,
+    # absolute again) with 200 and 201; b by its absolute path
+    text = (b"./a\n3\n1\n1\n95\n./a\n200\n1\n" +
+            os.path.realpath(b).encode() + b"\n7\n2\n")
+    hc = env.path("hand.gz")
+    with gzip.open(hc, "wb") as f:
+        f.write(text)
+    rc, doc, err = run_json(["restore", "--fast", "-q", "--root", t, hc])
+    check(rc == 0, f"exit {rc}: {err!r}")
+    check(doc["format"] == "happycache", "not detected as happycache")
+    check(doc["pages_wanted"] == 8, f"wanted {doc['pages_wanted']}")
+    check(resident_pages(a) == {3, 4, 5, 100, 200, 201}, f"a: {sorted(resident_pages(a))}")
+    check(resident_pages(b) == {7, 9}, f"b: {sorted(resident_pages(b))}")
+    # --root defaults to the current directory for happycache files
+    evict(a)
+    evict(b)
+    rc, doc, err = run_json(["restore", "--fast", "-q", hc], cwd=t)
+    check(rc == 0 and resident_pages(a) == {3, 4, 5, 100, 200, 201}, f"cwd root: {doc}")
+    # our own happycache dump reads back, and has the format's shape
+    set_pattern(a, [1, 2, 3, 50])
+    set_pattern(b, [])
+    out = env.path("ours.gz")
+    rc, _, err = run(["dump", "-q", "--format=happycache", "-o", out, t])
+    check(rc == 0, f"dump: {err!r}")
+    lines = gzip.open(out).read().split(b"\n")
+    check(lines[:6] == [b"./a", b"1", b"1", b"1", b"47", b""], f"our format: {lines}")
+    evict(a)
+    rc, doc, err = run_json(["restore", "--fast", "-q", "--root", t, out])
+    check(rc == 0 and resident_pages(a) == {1, 2, 3, 50}, f"ours: {sorted(resident_pages(a))}")
+
+
+def case_happycache_hostile(env):
+    t = env.path("t")
+    os.mkdir(t)
+    make_file(os.path.join(t, "a"), 4)
+    cases = {
+        "long line": b"./" + b"x" * 5000 + b"\n1\n",
+        "number first": b"12\n./a\n1\n",
+        "not a path": b"a\n1\n",
+        "overflow": b"./a\n" + b"9" * 30 + b"\n",
+        "delta overflow": b"./a\n1\n" + str(2**62).encode() + b"\n",
+        "zero delta": b"./a\n1\n0\n",
+        "nul": b"./a\x00b\n1\n",
+        "signed": b"./a\n+1\n",
+    }
+    for name, text in cases.items():
+        hc = env.path("bad.gz")
+        with gzip.open(hc, "wb") as f:
+            f.write(text)
+        rc, out, err = run(["restore", "--fast", "-q", "--root", t, hc])
+        check(rc == 1 and b"at byte" in err and b"line" in err,
+              f"{name}: exit {rc}: {err!r}")
+    good = gzip.compress(b"./a\n0\n1\n1\n")
+    for cut in (len(good) // 2, len(good) - 4, 11):
+        hc = env.path("cut.gz")
+        with open(hc, "wb") as f:
+            f.write(good[:cut])
+        rc, out, err = run(["restore", "--fast", "-q", "--root", t, hc])
+        check(rc == 1 and b"gzip" in err, f"gzip cut at {cut}: exit {rc}: {err!r}")
+
+
+def case_budget(env):
+    need_root()
+    t = env.path("t")
+    os.mkdir(t)
+    for i in range(4):
+        make_file(os.path.join(t, f"f{i}"), 1024)  # 4 MiB each
+        set_pattern(os.path.join(t, f"f{i}"), range(1024))
+    snap = env.path("snap")
+    rc, _, err = run(["dump", "-q", "-o", snap, t])
+    check(rc == 0, f"dump: {err!r}")
+    evict_tree(t)
+    rc, doc, err = run_json(["restore", "--fast", "-q", "--max-bytes", "6M", snap])
+    check(rc == 0, f"exit {rc}: {err!r}")
+    check(doc["stopped"] == "budget", f"not stopped by the budget: {doc['stopped']}")
+    check(doc["bytes_read"] <= 6 << 20, f"read {doc['bytes_read']} > 6M")
+    check(doc["pages_read"] == 1536, f"read {doc['pages_read']} pages, want 1536")
+    check(doc["skipped"]["not_reached"] == 2, f"skipped {doc['skipped']}")
+    got = sum(len(resident_pages(os.path.join(t, f"f{i}"))) for i in range(4))
+    check(got <= 1536 + 64, f"{got} pages resident after a 6M budget")
+    check(doc["final_resident_percent"] < 100, "percentage ignores the budget")
+    rc, out, err = run(["restore", "--fast", "-q", "--max-bytes", "6M", snap])
+    check(b"stopped early:  the budget was spent" in out, f"text:\n{out.decode()}")
+    # the default budget: the memory cgroup's room (v1 or v2) when one is set
+    if UNDER_VALGRIND:
+        raise Skip("valgrind itself does not fit in a 48 MiB memory cgroup (--max-bytes ran)")
+    cg = None
+    for base, limit, procs in (("/sys/fs/cgroup/memory", "memory.limit_in_bytes", "cgroup.procs"),
+                               ("/sys/fs/cgroup/unified", "memory.max", "cgroup.procs"),
+                               ("/sys/fs/cgroup", "memory.max", "cgroup.procs")):
+        if os.path.exists(os.path.join(base, limit)) or \
+                os.path.exists(os.path.join(base, "memory.limit_in_bytes")):
+            try:
+                cg = os.path.join(base, f"pc-test-{os.getpid()}")
+                os.mkdir(cg)
+                with open(os.path.join(cg, limit), "w") as f:
+                    f.write(str(48 << 20))
+                break
+            except OSError:
+                if cg and os.path.isdir(cg):
+                    os.rmdir(cg)
+                cg = None
+    if cg is None:
+        raise Skip("no memory cgroup can be made here (the --max-bytes part ran)")
+    try:
+        evict_tree(t)
+        cmd = (f"echo $$ > {cg}/cgroup.procs && exec {EXE} restore --fast -q --json {snap}")
+        p = subprocess.run(["sh", "-c", cmd], capture_output=True, timeout=TIMEOUT)
+        check(p.returncode == 0, f"in the cgroup: exit {p.returncode}: {p.stderr!r}")
+        doc = json.loads(p.stdout)
+        check("cgroup" in doc["budget_from"], f"budget from {doc['budget_from']}")
+        check(doc["budget_bytes"] <= 48 << 20, f"budget {doc['budget_bytes']}")
+        check(doc["bytes_read"] <= 48 << 20, f"read {doc['bytes_read']}")
+        # a budget larger than the cgroup: the restore evicts its own pages
+        # (cachestat's evicted counts grow) and stops
+        big = env.path("big")
+        os.mkdir(big)
+        for i in range(8):
+            make_file(os.path.join(big, f"f{i}"), 4096)  # 16 MiB each
+            set_pattern(os.path.join(big, f"f{i}"), range(4096))
+        bsnap = env.path("bsnap")
+        rc, _, err = run(["dump", "-q", "-o", bsnap, big])
+        check(rc == 0, f"dump: {err!r}")
+        evict_tree(big)
+        cmd = cmd.replace(snap, f"--max-bytes 1G {bsnap}")
+        p = subprocess.run(["sh", "-c", cmd], capture_output=True, timeout=TIMEOUT)
+        check(p.returncode == 0, f"in the cgroup: exit {p.returncode}: {p.stderr!r}")
+        doc = json.loads(p.stdout)
+        if doc["eviction_watch"] != "on":
+            raise Skip(f"cachestat unavailable ({doc['eviction_watch']}): no eviction watch")
+        check(doc["stopped"] == "evicting", f"not stopped by evictions: {doc['stopped']} "
+              f"{doc['bytes_read']} bytes read, {doc['evicted_again_pages']} evicted")
+        check(doc["bytes_read"] < 128 << 20, f"read everything: {doc['bytes_read']}")
+        check(doc["skipped"]["not_reached"] > 0, f"{doc['skipped']}")
+    finally:
+        os.rmdir(cg)
+
+
+def case_nobody(env):
+    need_root()
+    t = env.path("t")
+    os.mkdir(t)
+    for n in ("a", "b"):
+        make_file(os.path.join(t, n), 64)  # root's, 0644
+        set_pattern(os.path.join(t, n), range(0, 16))
+    out = env.path("out")
+    os.mkdir(out)
+    os.chown(out, NOBODY, NOBODY)
+    rc, doc, err = run_json(["dump", "-q", "-o", os.path.join(out, "snap"), t], as_nobody=True)
+    check(rc == 0, f"dump as nobody: {rc} {err!r}")
+    check(doc["unknown_files"] == 2 and doc["resident_pages"] == 0,
+          f"hidden files recorded as resident: {doc}")
+    rc, doc, err = run_json(["restore", "--fast", "-q", os.path.join(out, "snap")])
+    check(doc["skipped"]["unknown_at_capture"] == 2 and doc["pages_read"] == 0,
+          f"restore of unknown files: {doc}")
+    rc, _, err = run(["dump", "-q", "-o", env.path("rootsnap"), t])
+    check(rc == 0, f"dump as root: {err!r}")
+    evict_tree(t)
+    rc, doc, err = run_json(["restore", "-q", env.path("rootsnap")], as_nobody=True)
+    check(rc == 0, f"restore as nobody: exit {rc}: {err!r}")
+    check(doc["files_restored"] == 2 and doc["pages_read"] == 32, f"as nobody: {doc}")
+    check(doc["final_resident_percent"] is None, "nobody cannot measure, must say unknown")
+    # readahead returns before the I/O lands: wait for it here
+    for n in ("a", "b"):
+        for _ in range(100):
+            if set(range(16)) <= resident_pages(os.path.join(t, n)):
+                break
+            subprocess.run(["sleep", "0.05"])
+        check(set(range(16)) <= resident_pages(os.path.join(t, n)), f"{n} not restored")
+
+
+def case_stdout_and_stdin(env):
+    need_root()
+    t = env.path("t")
+    os.mkdir(t)
+    make_file(os.path.join(t, "a"), 64)
+    set_pattern(os.path.join(t, "a"), [5, 6, 7])
+    snap = env.path("snap")
+    with open(snap, "wb") as f:
+        rc, out, err = run(["dump", "-q", "-o", "-", t], stdout_file=f)
+    check(rc == 0 and b"snapshot:" in err, f"dump -o -: {rc} {err!r}")
+    evict(os.path.join(t, "a"))
+    with open(snap, "rb") as f:
+        rc, doc, err = run_json(["restore", "--fast", "-q", "-"], stdin_file=f)
+    check(rc == 0 and resident_pages(os.path.join(t, "a")) >= {5, 6, 7}, f"stdin: {doc}")
+    # one PATH that is a file: the root is its directory
+    rc, doc, err = run_json(["dump", "-q", "-o", env.path("one"), os.path.join(t, "a")])
+    check(rc == 0 and doc["root"] == os.path.realpath(t) and doc["files"] == 1, f"{doc}")
+
+
+def case_atomic_dump(env):
+    need_root()
+    t = env.path("t")
+    os.mkdir(t)
+    make_file(os.path.join(t, "a"), 4)
+    out = env.path("out")
+    os.mkdir(out)  # root's, 0755: nobody cannot write there
+    snap = os.path.join(out, "snap")
+    with open(snap, "wb") as f:
+        f.write(b"old")
+    rc, _, err = run(["dump", "-q", "-o", snap, t], as_nobody=True)
+    check(rc == 1 and b"cannot write" in err, f"unwritable: exit {rc} {err!r}")
+    with open(snap, "rb") as f:
+        check(f.read() == b"old", "a failed dump changed the old snapshot")
+    check(os.listdir(out) == ["snap"], f"left behind: {os.listdir(out)}")
+    for fmt in ("native", "happycache"):
+        rc, _, err = run(["dump", "-q", "--format", fmt, "-o",
+                          os.path.join(env.dir, "nodir", "snap"), t])
+        check(rc == 1 and not os.path.exists(os.path.join(env.dir, "nodir")), f"{fmt}: bad -o")
+    # a good dump replaces it, and leaves nothing else
+    rc, _, err = run(["dump", "-q", "-o", snap, t])
+    check(rc == 0 and os.listdir(out) == ["snap"], f"replace: {rc} {os.listdir(out)}")
+    rc, _, err = run(["dump", "-q", "--format=happycache", "-o", snap + ".gz", t])
+    check(rc == 0 and sorted(os.listdir(out)) == ["snap", "snap.gz"], f"{os.listdir(out)}")
+    check(oct(os.stat(snap + ".gz").st_mode & 0o777) == oct(0o644 & ~current_umask()),
+          "happycache file mode")
+
+
+def current_umask():
+    m = os.umask(0)
+    os.umask(m)
+    return m
+
+
+def case_diff_orders(env):
+    """diff on snapshots whose files come in different orders, by hand."""
+    old = native_snapshot("/r", [
+        (b"a", 100 * PS, 0, 1, [(0, 10), (50, 5)]),
+        (b"b", 100 * PS, 0, 1, [(0, 4)]),
+        (b"c", 100 * PS, 0, 1, [(10, 10)]),
+        (b"u", 100 * PS, 0, 0, []),
+        (b"gone", 100 * PS, 0, 1, [(0, 3)]),
+    ])
+    new = native_snapshot("/r", [
+        (b"c", 100 * PS, 5, 1, [(15, 10)]),       # -5 +5, mtime changed
+        (b"new", 10 * PS, 0, 1, [(1, 2)]),        # only in NEW: +2
+        (b"b", 100 * PS, 0, 1, [(0, 4)]),         # unchanged: not listed
+        (b"a", 100 * PS, 0, 1, [(5, 10), (52, 1)]),  # -5 -4 (50,51,53,54) +5
+        (b"u", 100 * PS, 0, 1, [(0, 1)]),         # unknown in OLD
+    ])
+    po, pn = env.path("old"), env.path("new")
+    with open(po, "wb") as f:
+        f.write(old)
+    with open(pn, "wb") as f:
+        f.write(new)
+    rc, doc, err = run_json(["diff", po, pn])
+    check(rc == 0, f"exit {rc}: {err!r}")
+    files = {f["path"]: f for f in doc["files"]}
+    check(set(files) == {"a", "c", "u", "gone", "new"}, f"listed: {sorted(files)}")
+    check(files["a"]["added_pages"] == 5 and files["a"]["removed_pages"] == 9 and
+          files["a"]["common_pages"] == 6, f"a: {files['a']}")
+    check(files["c"]["added_pages"] == 5 and files["c"]["removed_pages"] == 5 and
+          files["c"]["changed"], f"c: {files['c']}")
+    check(files["u"]["added_pages"] is None, f"u: {files['u']}")
+    check(files["gone"]["status"] == "old_only" and files["gone"]["removed_pages"] == 3,
+          f"gone: {files['gone']}")
+    check(files["new"]["status"] == "new_only" and files["new"]["added_pages"] == 2,
+          f"new: {files['new']}")
+    t = doc["totals"]
+    check((t["added_pages"], t["removed_pages"], t["files_in_both"], t["files_only_in_old"],
+           t["files_only_in_new"], t["files_unknown"]) == (12, 17, 4, 1, 1, 1), f"totals {t}")
+    rc, out, err = run(["diff", po, pn])
+    line = [l for l in out.split(b"\n") if l.endswith(b"  a")]
+    check(rc == 0 and len(line) == 1 and line[0].split()[:2] == [b"+20K", b"-36K"],
+          f"text: {out!r}")
+    check(b"(only in OLD)" in out and b"(only in NEW)" in out, f"text: {out!r}")
+    # a corrupt NEW: one line naming it and the offset
+    with open(pn, "wb") as f:
+        f.write(new[:-5])
+    rc, out, err = run(["diff", po, pn])
+    check(rc == 1 and pn.encode() in err and b"at byte" in err, f"corrupt: {rc} {err!r}")
+
+
+def case_usage_errors(env):
+    for args in (["dump"], ["dump", "a", "b"], ["dump", "--format", "zip", "."],
+                 ["restore", "a", "b"], ["restore", "--rate", "0"],
+                 ["restore", "--strategy", "mmap"], ["restore", "--order", "random"],
+                 ["restore", "--max-bytes", "lots"], ["diff", "x"], ["diff", "-", "-"],
+                 ["dump", "--bogus", "."], ["dump", "--files-from", "-", "."],
+                 ["dump", "--max-size", "12Q", "."], ["restore", "--chunk", "1"]):
+        rc, out, err = run(args)
+        check(rc == 2 and err, f"{args}: exit {rc}, want 2")
+    for cmd in ("dump", "restore", "diff"):
+        rc, out, err = run([cmd, "--help"])
+        check(rc == 0 and b"Usage: pagecache " + cmd.encode() in out, f"{cmd} --help")
+    rc, out, err = run(["dump", "--help"])
+    check(b"NOT atomic" in out, "dump --help does not say -o - is not atomic")
+
+
+CASES = [case_usage_errors, case_round_trip, case_identity_and_strict, case_hostile_snapshot,
+         case_truncations, case_bit_flips, case_happycache_by_hand, case_happycache_hostile,
+         case_budget, case_nobody, case_diff_orders, case_stdout_and_stdin, case_atomic_dump]
+
+
+def main():
+    global EXE, SHIM
+    if len(sys.argv) != 3:
+        print(__doc__)
+        return 2
+    EXE = os.path.abspath(sys.argv[1])
+    SHIM = os.path.abspath(sys.argv[2])
+    probe = Env()
+    if tmpfs(probe.dir):
+        probe.cleanup()
+        print("SKIP: test-snapshot-cli: the test directory is on tmpfs")
+        return 77
+    probe.cleanup()
+    only = os.environ.get("PC_TEST_CASE")
+    failed = 0
+    for case in CASES:
+        name = case.__name__[len("case_"):]
+        if only and name != only:
+            continue
+        env = Env()
+        try:
+            case(env)
+            print(f"ok: {name}")
+        except Skip as e:
+            print(f"SKIP: {name}: {e}")
+        except (Failure, subprocess.TimeoutExpired) as e:
+            print(f"FAIL: {name}: {e}")
+            failed += 1
+        except Exception:
+            print(f"FAIL: {name}: unexpected exception")
+            traceback.print_exc(file=sys.stdout)
+            failed += 1
+        finally:
+            env.cleanup()
+        sys.stdout.flush()
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

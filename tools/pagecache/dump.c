@@ -1,0 +1,627 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pagecache dump: record which pages of which files sit in the page cache,
+ * as a snapshot (doc/snapshot-format.md) or in happycache's format. Walks
+ * like `pagecache stat` (walk.c), in readdir order, and writes each file as
+ * it is measured: memory holds one file's residency at a time.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "snapcli.h"
+
+#define WARN_LIMIT 10 /* per-file warnings printed before only counting */
+
+struct dump_ctx {
+	enum snap_format fmt;
+	unsigned int res_flags;
+	bool quiet;
+	uint64_t max_size;
+	struct pc_snapshot_writer *sw;
+	struct hc_writer *hw;
+	int err;                   /* a write error: stop */
+	/* the PATH being walked, and where it sits beneath the root */
+	const char *arg;
+	size_t arglen;
+	char *prefix;              /* relative path of arg's target from the root */
+	struct buf rel;
+	struct pc_run *runs;
+	size_t capruns;
+	/* totals */
+	uint64_t files, pages, resident, runs_total, unknown, perturbed;
+	uint64_t errors, skipped, filtered, not_written;
+	uint64_t warned;
+	struct progress progress;
+};
+
+static const char dump_usage[] =
+	"Usage: pagecache dump [OPTIONS] PATH...\n"
+	"\n"
+	"Record which pages of the files under PATH sit in the page cache, so that\n"
+	"'pagecache restore' can bring them back later, here or on another machine.\n"
+	"Files whose residency the kernel hides from you are recorded as unknown\n"
+	"(with a warning), never as resident.\n"
+	"\n"
+	"  -o, --output FILE       write the snapshot to FILE (default:\n"
+	"                          pagecache.snapshot, or .happycache.gz with\n"
+	"                          --format=happycache, in the current directory).\n"
+	"                          The file is replaced atomically (a temporary\n"
+	"                          file, fsync, rename): a failed dump leaves no\n"
+	"                          partial snapshot. '-' writes to standard output,\n"
+	"                          which is NOT atomic\n"
+	"      --root DIR          record paths relative to DIR (default: PATH when\n"
+	"                          one PATH is given, or its directory when PATH is a\n"
+	"                          file; required with several PATHs)\n"
+	"      --format FORMAT     native (default) or happycache (Netflix\n"
+	"                          happycache's gzip'ed text: paths and page numbers\n"
+	"                          only, no identity, no unknown files)\n"
+	"      --json              print the summary as one JSON object\n"
+	"  -q, --quiet             no progress line, no per-file notes or warnings\n"
+	"\n"
+	"Selection (as pagecache stat):\n"
+	"  -L, --dereference       follow symlinks met in the walk\n"
+	"  -x, --one-file-system   stay on the filesystem of each PATH\n"
+	"      --include GLOB      record only files matching GLOB (repeatable)\n"
+	"      --exclude GLOB      skip files and directories matching GLOB\n"
+	"      --max-size SIZE     skip files larger than SIZE (K, M, G, T suffixes)\n"
+	"\n"
+	"Probing:\n"
+	"      --allow-perturb     probe files the kernel hides with RWF_NOWAIT reads;\n"
+	"                          on kernels where a miss starts readahead this\n"
+	"                          caches the missed pages\n"
+	"\n"
+	"  -h, --help              show this help\n"
+	"\n"
+	"Exit status: 0 all went well, 1 some file failed or the snapshot could not\n"
+	"be written, 2 usage error.\n";
+
+enum {
+	OPT_ROOT = 256, OPT_FORMAT, OPT_JSON, OPT_ALLOW_PERTURB,
+};
+
+static const struct option dump_options[] = {
+	{ "output", required_argument, NULL, 'o' },
+	{ "root", required_argument, NULL, OPT_ROOT },
+	{ "format", required_argument, NULL, OPT_FORMAT },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "quiet", no_argument, NULL, 'q' },
+	SELECTION_LONG_OPTIONS,
+	{ "allow-perturb", no_argument, NULL, OPT_ALLOW_PERTURB },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static void progress_tick(struct dump_ctx *c)
+{
+	char res[32];
+
+	if (!progress_due(&c->progress))
+		return;
+	human_bytes(c->resident * (uint64_t)pc_page_size(), res, sizeof(res));
+	progress_show(&c->progress, "dump: %llu files, %s resident, %.0f files/s",
+		      (unsigned long long)c->files, res,
+		      (double)c->files / (now_seconds() - c->progress.start));
+}
+
+static void warn_file(struct dump_ctx *c, const char *path, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void warn_file(struct dump_ctx *c, const char *path, size_t len, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	if (c->quiet)
+		return;
+	if (++c->warned > WARN_LIMIT) {
+		if (c->warned == WARN_LIMIT + 1) {
+			progress_clear(&c->progress);
+			cli_error(NULL, 0, "more warnings left out (the summary counts them)");
+		}
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	progress_clear(&c->progress);
+	cli_error(path, len, "%s", msg);
+}
+
+/* The walk's path (it starts with the PATH argument) relative to the root. */
+static int relative_path(struct dump_ctx *c, const char *path, size_t len)
+{
+	const char *rest = path + c->arglen;
+	size_t restlen = len - c->arglen;
+
+	while (restlen && *rest == '/') {
+		rest++;
+		restlen--;
+	}
+	c->rel.len = 0;
+	if (buf_append(&c->rel, c->prefix, strlen(c->prefix)) < 0)
+		return -ENOMEM;
+	if (c->rel.len && restlen && buf_append(&c->rel, "/", 1) < 0)
+		return -ENOMEM;
+	return buf_append(&c->rel, rest, restlen);
+}
+
+static int collect_runs(struct dump_ctx *c, const struct pc_residency *r, size_t *n)
+{
+	struct pc_run run;
+	uint64_t p = pc_residency_first_page(r);
+
+	*n = 0;
+	while (pc_residency_next_run(r, p, &run) > 0) {
+		if (*n == c->capruns) {
+			size_t cap = c->capruns ? c->capruns * 2 : 1024;
+			struct pc_run *rs = realloc(c->runs, cap * sizeof(*rs));
+
+			if (!rs)
+				return -ENOMEM;
+			c->runs = rs;
+			c->capruns = cap;
+		}
+		c->runs[(*n)++] = run;
+		p = run.page + run.npages;
+	}
+	return 0;
+}
+
+static int on_file(void *ctx, int fd, const struct stat *st, const char *path, size_t len)
+{
+	struct dump_ctx *c = ctx;
+	struct pc_snapshot_file meta = { .size = sizeof(meta) };
+	struct pc_residency *r = NULL;
+	size_t nruns = 0;
+	int ret;
+
+	if (c->err)
+		return 0;
+	if (!S_ISREG(st->st_mode)) {
+		c->skipped++;
+		warn_file(c, path, len, "skipped: not a regular file (restore reads only those)");
+		return 0;
+	}
+	if ((uint64_t)st->st_size > c->max_size) {
+		c->filtered++;
+		return 0;
+	}
+	if (len < c->arglen || relative_path(c, path, len) < 0)
+		return -ENOMEM;
+	ret = pc_residency(fd, 0, 0, c->res_flags, &r);
+	if (ret < 0)
+		return ret;
+	ret = collect_runs(c, r, &nruns);
+	if (ret < 0)
+		goto out;
+	meta.file_size = (uint64_t)st->st_size;
+	meta.mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+	meta.dev = (uint64_t)st->st_dev;
+	meta.ino = (uint64_t)st->st_ino;
+	if (pc_residency_quality(r) == PC_QUALITY_UNKNOWN) {
+		c->unknown++;
+		warn_file(c, path, len, "the kernel hides this file's residency: %s",
+			  c->fmt == SNAP_HAPPYCACHE ? "left out (happycache cannot say unknown)"
+			  : "recorded as unknown (--allow-perturb probes it)");
+	}
+	if (pc_residency_perturbed(r) > 0)
+		c->perturbed++;
+	if (c->fmt == SNAP_HAPPYCACHE) {
+		if (pc_residency_quality(r) == PC_QUALITY_UNKNOWN) {
+			c->not_written++;
+			goto out;
+		}
+		ret = hc_write_runs(c->hw, c->rel.data, c->runs, nruns);
+		if (ret == -EINVAL) {
+			c->not_written++;
+			warn_file(c, path, len, "left out: happycache's format cannot hold a "
+				  "newline in a path");
+			ret = 0;
+			goto out;
+		}
+	} else {
+		ret = pc_snapshot_write_file(c->sw, c->rel.data, &meta, r);
+		if (ret == -EINVAL || ret == -ENAMETOOLONG) {
+			c->not_written++;
+			warn_file(c, path, len, "left out: %s", ret == -EINVAL ?
+				  "a path the snapshot cannot hold" : "path too long for a snapshot");
+			ret = 0;
+			goto out;
+		}
+	}
+	if (ret < 0) {
+		c->err = ret; /* a write error: the snapshot is lost */
+		ret = 0;
+		goto out;
+	}
+	c->files++;
+	c->pages += pc_residency_npages(r);
+	c->resident += pc_residency_resident(r);
+	c->runs_total += nruns;
+out:
+	pc_residency_free(r);
+	progress_tick(c);
+	return ret;
+}
+
+static void on_note(void *ctx, const char *path, size_t len, const char *why)
+{
+	struct dump_ctx *c = ctx;
+
+	c->skipped++;
+	if (c->quiet)
+		return;
+	progress_clear(&c->progress);
+	cli_error(path, len, "%s", why);
+}
+
+static void on_error(void *ctx, const char *path, size_t len, int err, const char *msg)
+{
+	struct dump_ctx *c = ctx;
+
+	c->errors++;
+	progress_clear(&c->progress);
+	cli_error(path, len, "%s", msg ? msg : strerror(-err));
+}
+
+static const struct walk_ops dump_walk_ops = {
+	.file = on_file,
+	.note = on_note,
+	.error = on_error,
+};
+
+/* Where real (an absolute, resolved path) sits beneath root: a malloc'ed
+ * relative path ("" for the root itself), or NULL when it is outside. */
+static char *beneath_root(const char *root, const char *real)
+{
+	size_t n = strlen(root);
+
+	if (strcmp(root, "/") == 0)
+		return strdup(real + 1);
+	if (strncmp(real, root, n) != 0 || (real[n] != '\0' && real[n] != '/'))
+		return NULL;
+	return strdup(real[n] ? real + n + 1 : "");
+}
+
+/* An atomic happycache file: a hidden temporary in the target directory,
+ * fsync, rename. */
+struct hc_out {
+	char *path, *tmp;
+	int fd, dirfd;
+};
+
+static int hc_out_open(struct hc_out *o, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir = slash ? strndup(path, (size_t)(slash - path + 1)) : strdup(".");
+	const char *base = slash ? slash + 1 : path;
+
+	o->fd = o->dirfd = -1;
+	o->path = strdup(path);
+	if (!dir || !o->path || asprintf(&o->tmp, "%s.%s.XXXXXX", slash ? dir : "", base) < 0) {
+		free(dir);
+		o->tmp = NULL;
+		return -ENOMEM;
+	}
+	o->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	free(dir);
+	if (o->dirfd < 0)
+		return -errno;
+	o->fd = mkostemp(o->tmp, O_CLOEXEC);
+	if (o->fd < 0)
+		return -errno;
+	/* mkstemp makes 0600: 0644 minus the umask, as open(2) would */
+	mode_t mask = umask(0);
+
+	umask(mask);
+	if (fchmod(o->fd, 0644 & ~mask) < 0)
+		return -errno;
+	return 0;
+}
+
+static int hc_out_commit(struct hc_out *o)
+{
+	if (fsync(o->fd) < 0 || rename(o->tmp, o->path) < 0)
+		return -errno;
+	free(o->tmp);
+	o->tmp = NULL;
+	return fsync(o->dirfd) < 0 ? -errno : 0;
+}
+
+static void hc_out_free(struct hc_out *o)
+{
+	if (o->tmp && o->fd >= 0)
+		unlink(o->tmp);
+	if (o->fd >= 0)
+		close(o->fd);
+	if (o->dirfd >= 0)
+		close(o->dirfd);
+	free(o->tmp);
+	free(o->path);
+}
+
+static void summary(struct dump_ctx *c, FILE *f, bool json, const char *out, int64_t size,
+		    const char *root)
+{
+	uint64_t ps = (uint64_t)pc_page_size();
+	char res[32], sz[32];
+
+	if (json) {
+		struct json j;
+
+		json_init(&j, f, true);
+		json_begin_object(&j, NULL);
+		json_cstring(&j, "format", c->fmt == SNAP_HAPPYCACHE ? "happycache" : "native");
+		json_cstring(&j, "output", out);
+		json_cstring(&j, "root", root);
+		json_uint(&j, "files", c->files);
+		json_uint(&j, "pages", c->pages);
+		json_uint(&j, "resident_pages", c->resident);
+		json_uint(&j, "resident_bytes", c->resident * ps);
+		json_uint(&j, "runs", c->runs_total);
+		json_uint(&j, "unknown_files", c->unknown);
+		json_uint(&j, "perturbed_files", c->perturbed);
+		json_uint(&j, "not_written", c->not_written);
+		json_uint(&j, "skipped", c->skipped);
+		json_uint(&j, "filtered", c->filtered);
+		json_uint(&j, "errors", c->errors);
+		if (size >= 0) {
+			json_uint(&j, "snapshot_bytes", (uint64_t)size);
+			if (c->runs_total)
+				json_double(&j, "bytes_per_run", (double)size / (double)c->runs_total);
+			else
+				json_null(&j, "bytes_per_run");
+		} else {
+			json_null(&j, "snapshot_bytes");
+			json_null(&j, "bytes_per_run");
+		}
+		json_end_object(&j);
+		json_newline(&j);
+		return;
+	}
+	human_bytes(c->resident * ps, res, sizeof(res));
+	fprintf(f, "files:          %llu (%llu unknown: residency hidden by the kernel)\n",
+		(unsigned long long)c->files, (unsigned long long)c->unknown);
+	fprintf(f, "pages:          %llu, %llu resident (%s) in %llu runs\n",
+		(unsigned long long)c->pages, (unsigned long long)c->resident, res,
+		(unsigned long long)c->runs_total);
+	if (c->perturbed)
+		fprintf(f, "perturbed:      %llu files probed with reads that cached pages\n",
+			(unsigned long long)c->perturbed);
+	if (c->skipped || c->filtered || c->not_written || c->errors)
+		fprintf(f, "left out:       %llu skipped, %llu filtered, %llu not writable "
+			"in this format, %llu errors\n", (unsigned long long)c->skipped,
+			(unsigned long long)c->filtered, (unsigned long long)c->not_written,
+			(unsigned long long)c->errors);
+	if (size >= 0) {
+		human_bytes((uint64_t)size, sz, sizeof(sz));
+		fprintf(f, "snapshot:       %s, %lld bytes", out, (long long)size);
+		if (c->runs_total)
+			fprintf(f, ", %.2f bytes per run", (double)size / (double)c->runs_total);
+		fputc('\n', f);
+	} else {
+		fprintf(f, "snapshot:       %s (size unknown: not a regular file)\n", out);
+	}
+}
+
+int cmd_dump(int argc, char **argv)
+{
+	struct dump_ctx c = { 0 };
+	struct selection sel;
+	struct pc_snapshot_info info = { .size = sizeof(info) };
+	struct hc_out ho = { .fd = -1, .dirfd = -1 };
+	struct walk *w = NULL;
+	const char *out = NULL, *root_arg = NULL;
+	char *root = NULL;
+	bool json = false, to_stdout;
+	off_t out_start = 0;
+	int64_t size = -1;
+	int opt, ret = 0, status, rootfd = -1;
+	FILE *sf;
+
+	selection_init(&sel);
+	c.fmt = SNAP_NATIVE;
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":ho:q" SELECTION_SHORT_OPTIONS, dump_options,
+				  NULL)) != -1) {
+		ret = selection_option(&sel, "dump", opt, optarg);
+		if (ret < 0)
+			goto nomem;
+		if (ret > 1)
+			goto out;
+		if (ret == 1) {
+			ret = 0;
+			continue; /* a selection option */
+		}
+		switch (opt) {
+		case 'h':
+			fputs(dump_usage, stdout);
+			goto out;
+		case 'o': out = optarg; break;
+		case OPT_ROOT: root_arg = optarg; break;
+		case OPT_FORMAT:
+			if (snap_parse_format(optarg, false, &c.fmt) < 0) {
+				ret = usage_error("dump", "--format wants native or happycache, not '%s'",
+						  optarg);
+				goto out;
+			}
+			break;
+		case OPT_JSON: json = true; break;
+		case 'q': c.quiet = true; break;
+		case OPT_ALLOW_PERTURB: c.res_flags |= PC_RES_ALLOW_PERTURB; break;
+		default:
+			ret = usage_getopt_error("dump", opt, argv);
+			goto out;
+		}
+	}
+	if (sel.files_from || sel.npids) {
+		/* paths are recorded relative to the root, from each PATH */
+		ret = usage_error("dump", "%s", "dump takes PATHs: no --files-from, no --pid");
+		goto out;
+	}
+	ret = selection_check(&sel, "dump", argc - optind);
+	if (ret)
+		goto out;
+	if (optind >= argc) {
+		ret = usage_error("dump", "%s", "no PATH given");
+		goto out;
+	}
+	if (!root_arg && argc - optind > 1) {
+		ret = usage_error("dump", "%s", "--root is needed with several PATHs");
+		goto out;
+	}
+	if (!out)
+		out = c.fmt == SNAP_HAPPYCACHE ? ".happycache.gz" : "pagecache.snapshot";
+	to_stdout = strcmp(out, "-") == 0;
+	if (to_stdout && isatty(STDOUT_FILENO)) {
+		ret = usage_error("dump", "%s", "will not write a snapshot to a terminal");
+		goto out;
+	}
+
+	/* the root: absolute and resolved, a directory */
+	if (root_arg) {
+		root = realpath(root_arg, NULL);
+	} else {
+		struct stat st;
+
+		root = realpath(argv[optind], NULL);
+		if (root && stat(root, &st) == 0 && !S_ISDIR(st.st_mode)) {
+			char *slash = strrchr(root, '/');
+
+			/* a file: its directory ("/" for a file in /) */
+			slash[slash == root ? 1 : 0] = '\0';
+		}
+	}
+	if (!root) {
+		ret = -errno;
+		cli_error(root_arg ? root_arg : argv[optind],
+			  strlen(root_arg ? root_arg : argv[optind]), "%s", strerror(-ret));
+		ret = PC_EXIT_FAILED;
+		goto out;
+	}
+	rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0) {
+		cli_error(root, strlen(root), "the root: %s", strerror(errno));
+		ret = PC_EXIT_FAILED;
+		goto out;
+	}
+	info.root = root;
+	ret = pc_detect_mincore();
+	info.mincore_mode = ret > 0 ? ret : 0;
+	ret = pc_detect_cachestat();
+	info.cachestat_mode = ret > 0 ? ret : 0;
+	ret = pc_detect_nowait(rootfd);
+	info.nowait_mode = ret > 0 ? ret : 0;
+	ret = 0;
+
+	if (c.fmt == SNAP_HAPPYCACHE) {
+		int fd = STDOUT_FILENO;
+
+		if (!to_stdout) {
+			ret = hc_out_open(&ho, out);
+			fd = ho.fd;
+		}
+		if (ret == 0)
+			ret = hc_writer_new(fd, &c.hw);
+	} else if (to_stdout) {
+		ret = pc_snapshot_writer_new(STDOUT_FILENO, &info, &c.sw);
+	} else {
+		ret = pc_snapshot_writer_new_at(AT_FDCWD, out, 0644, &info, &c.sw);
+	}
+	if (ret < 0) {
+		cli_error(out, strlen(out), "cannot write the snapshot: %s", strerror(-ret));
+		ret = PC_EXIT_FAILED;
+		goto out;
+	}
+	if (to_stdout)
+		out_start = lseek(STDOUT_FILENO, 0, SEEK_CUR);
+
+	c.max_size = sel.max_size;
+	progress_init(&c.progress, !c.quiet && isatty(STDERR_FILENO));
+	if (walk_new(&sel.wo, &dump_walk_ops, &c, &w) < 0)
+		goto nomem;
+	for (int i = optind; i < argc && ret == 0 && !c.err; i++) {
+		char *real = realpath(argv[i], NULL);
+
+		if (!real) {
+			on_error(&c, argv[i], strlen(argv[i]), -errno, NULL);
+			continue;
+		}
+		free(c.prefix);
+		c.prefix = beneath_root(root, real);
+		free(real);
+		if (!c.prefix) {
+			if (errno == ENOMEM)
+				goto nomem;
+			on_error(&c, argv[i], strlen(argv[i]), -EXDEV,
+				 "not beneath the root: left out");
+			continue;
+		}
+		c.arg = argv[i];
+		c.arglen = strlen(argv[i]);
+		ret = walk_path(w, argv[i]);
+	}
+	if (ret < 0)
+		goto nomem;
+	progress_clear(&c.progress);
+
+	/* finish: the end record, fsync, rename */
+	ret = c.err;
+	if (ret == 0 && c.sw)
+		ret = pc_snapshot_writer_finish(c.sw);
+	if (ret == 0 && c.hw)
+		ret = hc_writer_finish(c.hw);
+	if (ret == 0 && c.hw && !to_stdout)
+		ret = hc_out_commit(&ho);
+	if (ret < 0) {
+		cli_error(out, strlen(out), "cannot write the snapshot: %s%s", strerror(-ret),
+			  to_stdout ? "" : " (nothing was written)");
+		ret = PC_EXIT_FAILED;
+		goto out;
+	}
+	{
+		struct stat st;
+
+		if (to_stdout) {
+			off_t end = lseek(STDOUT_FILENO, 0, SEEK_CUR);
+
+			if (out_start >= 0 && end >= out_start && fstat(STDOUT_FILENO, &st) == 0 &&
+			    S_ISREG(st.st_mode))
+				size = end - out_start;
+		} else if (stat(out, &st) == 0) {
+			size = st.st_size;
+		}
+	}
+	sf = to_stdout ? stderr : stdout;
+	summary(&c, sf, json, out, size, root);
+	status = c.errors ? PC_EXIT_FAILED : PC_EXIT_OK;
+	if (fflush(sf) != 0 || ferror(sf))
+		status = PC_EXIT_FAILED;
+	ret = status;
+	goto out;
+nomem:
+	progress_clear(&c.progress);
+	cli_error(NULL, 0, "out of memory");
+	ret = PC_EXIT_FAILED;
+out:
+	pc_snapshot_writer_free(c.sw);
+	hc_writer_free(c.hw);
+	hc_out_free(&ho);
+	walk_free(w);
+	if (rootfd >= 0)
+		close(rootfd);
+	free(root);
+	free(c.prefix);
+	free(c.runs);
+	buf_free(&c.rel);
+	selection_free(&sel);
+	return ret;
+}

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: MIT */
+/* The snapshot subcommands (dump, restore, diff) and what they share: a
+ * source of recorded files that reads the native format or happycache's,
+ * the happycache reader and writer, and opening paths beneath a root. */
+#ifndef PAGECACHE_SNAPCLI_H
+#define PAGECACHE_SNAPCLI_H
+
+#include "cli.h"
+
+int cmd_dump(int argc, char **argv);
+int cmd_restore(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
+
+enum snap_format { SNAP_AUTO, SNAP_NATIVE, SNAP_HAPPYCACHE };
+
+/* "native", "happycache" (or "auto" on input) into *out; -EINVAL. */
+int snap_parse_format(const char *s, bool allow_auto, enum snap_format *out);
+
+/* ---- happycache.c: Netflix happycache's gzip'ed text format ---- */
+
+/* Pages per chunk: the path line is repeated after this many pages. */
+#define HC_CHUNK_PAGES (UINT64_C(1) << 20)
+/* Longest line the reader accepts: "./", a path, the newline. */
+#define HC_LINE_MAX (PC_SNAPSHOT_PATH_MAX + 3)
+
+struct hc_reader;
+/* Reads from a dup of fd (the caller keeps fd). */
+int hc_reader_new(int fd, struct hc_reader **out);
+void hc_reader_free(struct hc_reader *r);
+/* The next file: 1 and *path (the path line as written: "./x" or "/x"),
+ * 0 at the end, -EBADMSG (hc_reader_error() says why) or -errno. A path
+ * line that repeats the current file's path (a chunk of 2^20 pages) does
+ * not start a new file when its pages carry on ascending. */
+int hc_next_file(struct hc_reader *r, const char **path);
+/* The next run of the current file (pages merged when consecutive). */
+int hc_next_run(struct hc_reader *r, struct pc_run *run);
+const char *hc_reader_error(const struct hc_reader *r, uint64_t *offset);
+
+struct hc_writer;
+/* Writes to a dup of fd (the caller keeps fd, and fsyncs it). */
+int hc_writer_new(int fd, struct hc_writer **out);
+/* One file: its runs, in pages; nothing is written for a file without. */
+int hc_write_runs(struct hc_writer *w, const char *relpath, const struct pc_run *runs,
+		  size_t n);
+/* Flush and end the gzip stream; does not close fd. Returns 0 or -errno. */
+int hc_writer_finish(struct hc_writer *w);
+void hc_writer_free(struct hc_writer *w);
+
+/* ---- snapsrc.c: a recorded snapshot of either format ---- */
+
+struct snap_file {
+	const char *path;          /* relative to the root (native), or as
+				      recorded with "./" stripped (happycache) */
+	bool identity;             /* size, mtime, dev, ino were recorded */
+	uint64_t size;
+	int64_t mtime_ns;
+	uint64_t dev, ino;
+	int quality;               /* enum pc_quality */
+	uint64_t npages;           /* recorded pages (native; happycache: 0, unknown) */
+};
+
+struct snapsrc;
+/* Open name ("-": standard input) in the given format; SNAP_AUTO detects
+ * gzip's magic on a seekable input and takes native otherwise. On failure
+ * an error line has been printed. */
+int snapsrc_open(const char *name, enum snap_format fmt, struct snapsrc **out);
+void snapsrc_free(struct snapsrc *s);
+enum snap_format snapsrc_format(const struct snapsrc *s);
+/* Read the whole input once and start again: 1 when done (the input is
+ * valid), 0 when the input cannot be read twice (a pipe), -errno for a
+ * corrupt input (snapsrc_report() it). */
+int snapsrc_validate(struct snapsrc *s);
+/* 1 and *f (valid until the next call), 0 at the end, -errno. */
+int snapsrc_next_file(struct snapsrc *s, const struct snap_file **f);
+/* The next run of the current file in this machine's pages. */
+int snapsrc_next_run(struct snapsrc *s, struct pc_run *run);
+/* The root recorded at capture ("" when none). */
+const char *snapsrc_root(const struct snapsrc *s);
+/* The error s met (sticky), or 0. */
+int snapsrc_failed(const struct snapsrc *s);
+/* Print one line for error err met reading s: the offset and the reason. */
+void snapsrc_report(const struct snapsrc *s, int err);
+
+/* ---- beneath.c: open a recorded path beneath a root, never outside ---- */
+
+struct beneath {
+	int rootfd;
+	int method;                /* 0 not chosen yet, 1 openat2, 2 component walk */
+};
+/* Open the root directory. Returns 0 or -errno. */
+int beneath_init(struct beneath *b, const char *root);
+void beneath_close(struct beneath *b);
+/* Open relpath (checked with pc_snapshot_path_check()) beneath the root,
+ * read-only, non-blocking, O_NOATIME where permitted, and only when it is
+ * a regular file (*st its fstat). Returns the fd or -errno: -EXDEV or
+ * -ELOOP for a path that leaves the root or (walk) meets a symlink,
+ * -EINVAL for an unsafe path, -EBADFD for something that is not a regular
+ * file (never opened for reading: O_PATH first, then fstat). */
+int beneath_open(struct beneath *b, const char *relpath, struct stat *st);
+/* How paths are opened: "openat2(RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS)" or
+ * "a component walk with O_NOFOLLOW (openat2 unavailable)". */
+const char *beneath_method(const struct beneath *b);
+
+/* ---- sizes of memory, for restore's budget (restore.c) ---- */
+/* min(MemAvailable, the cgroup's limit minus its usage) in bytes, and in
+ * *why what set it. 0 and "unknown" when nothing could be read. */
+uint64_t memory_budget(const char **why);
+
+#endif

@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A recorded snapshot, native or happycache, read as a stream of files and
+ * their runs in this machine's pages. Memory stays bounded: the native
+ * reader's fixed buffers or the happycache reader's, one file at a time.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "snapcli.h"
+
+struct snapsrc {
+	const char *name;
+	int fd;
+	bool own_fd;
+	off_t start;               /* where the input started, when seekable */
+	enum snap_format fmt;
+	struct pc_snapshot_reader *rd;
+	struct hc_reader *hc;
+	struct snap_file file;
+	/* native: page size conversion */
+	uint64_t snap_ps, ps;
+	struct pc_run pending;
+	bool has_pending;
+	int err;
+};
+
+int snap_parse_format(const char *s, bool allow_auto, enum snap_format *out)
+{
+	if (strcmp(s, "native") == 0)
+		*out = SNAP_NATIVE;
+	else if (strcmp(s, "happycache") == 0)
+		*out = SNAP_HAPPYCACHE;
+	else if (allow_auto && strcmp(s, "auto") == 0)
+		*out = SNAP_AUTO;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static int make_reader(struct snapsrc *s)
+{
+	if (s->fmt == SNAP_HAPPYCACHE)
+		return hc_reader_new(s->fd, &s->hc);
+	return pc_snapshot_reader_new(s->fd, &s->rd);
+}
+
+static void drop_reader(struct snapsrc *s)
+{
+	pc_snapshot_reader_free(s->rd);
+	hc_reader_free(s->hc);
+	s->rd = NULL;
+	s->hc = NULL;
+	s->has_pending = false;
+	s->err = 0;
+}
+
+int snapsrc_open(const char *name, enum snap_format fmt, struct snapsrc **out)
+{
+	struct snapsrc *s = calloc(1, sizeof(*s));
+	struct stat st;
+	int ret;
+
+	if (!s) {
+		cli_error(NULL, 0, "out of memory");
+		return -ENOMEM;
+	}
+	s->name = name;
+	s->ps = (uint64_t)pc_page_size();
+	if (strcmp(name, "-") == 0) {
+		s->fd = STDIN_FILENO;
+	} else {
+		s->fd = open(name, O_RDONLY | O_CLOEXEC);
+		if (s->fd < 0) {
+			ret = -errno;
+			cli_error(name, strlen(name), "%s", strerror(-ret));
+			free(s);
+			return ret;
+		}
+		s->own_fd = true;
+	}
+	s->start = -1;
+	if (fstat(s->fd, &st) == 0 && S_ISREG(st.st_mode))
+		s->start = lseek(s->fd, 0, SEEK_CUR);
+	if (fmt == SNAP_AUTO) {
+		unsigned char magic[2];
+
+		fmt = SNAP_NATIVE;
+		/* peeking needs a seekable input; from a pipe, say --format */
+		if (s->start >= 0 && pread(s->fd, magic, 2, s->start) == 2 &&
+		    magic[0] == 0x1f && magic[1] == 0x8b)
+			fmt = SNAP_HAPPYCACHE;
+	}
+	s->fmt = fmt;
+	ret = make_reader(s);
+	if (ret == 0 && fmt == SNAP_NATIVE) {
+		ret = pc_snapshot_read_header(s->rd);
+		if (ret < 0) {
+			snapsrc_report(s, ret);
+			snapsrc_free(s);
+			return ret;
+		}
+		s->snap_ps = pc_snapshot_reader_page_size(s->rd);
+	}
+	if (ret < 0) {
+		cli_error(name, strlen(name), "%s", strerror(-ret));
+		snapsrc_free(s);
+		return ret;
+	}
+	*out = s;
+	return 0;
+}
+
+void snapsrc_free(struct snapsrc *s)
+{
+	if (!s)
+		return;
+	drop_reader(s);
+	if (s->own_fd)
+		close(s->fd);
+	free(s);
+}
+
+enum snap_format snapsrc_format(const struct snapsrc *s)
+{
+	return s->fmt;
+}
+
+const char *snapsrc_root(const struct snapsrc *s)
+{
+	return s->rd ? pc_snapshot_reader_root(s->rd) : "";
+}
+
+int snapsrc_failed(const struct snapsrc *s)
+{
+	return s->err < 0 ? s->err : 0;
+}
+
+void snapsrc_report(const struct snapsrc *s, int err)
+{
+	const char *msg = NULL;
+	uint64_t off = 0;
+
+	if (s->rd) {
+		msg = pc_snapshot_reader_error(s->rd);
+		off = pc_snapshot_reader_error_offset(s->rd);
+	} else if (s->hc) {
+		msg = hc_reader_error(s->hc, &off);
+	}
+	if (err == -EPROTONOSUPPORT)
+		cli_error(s->name, strlen(s->name), "a snapshot format version this "
+			  "program does not know (it reads version %d)",
+			  PC_SNAPSHOT_FORMAT_VERSION);
+	else if (msg && s->fmt == SNAP_HAPPYCACHE)
+		cli_error(s->name, strlen(s->name), "corrupt happycache file at byte %llu "
+			  "of its text: %s", (unsigned long long)off, msg);
+	else if (msg)
+		cli_error(s->name, strlen(s->name), "corrupt snapshot at byte %llu: %s",
+			  (unsigned long long)off, msg);
+	else
+		cli_error(s->name, strlen(s->name), "%s", strerror(-err));
+}
+
+int snapsrc_next_file(struct snapsrc *s, const struct snap_file **f)
+{
+	int ret;
+
+	if (s->err)
+		return s->err;
+	s->has_pending = false;
+	memset(&s->file, 0, sizeof(s->file));
+	if (s->fmt == SNAP_HAPPYCACHE) {
+		const char *path;
+
+		ret = hc_next_file(s->hc, &path);
+		if (ret <= 0)
+			return s->err = ret;
+		/* "./x" is x beneath the root; "/x" stays absolute */
+		s->file.path = path[0] == '.' ? path + 2 : path;
+		s->file.quality = PC_QUALITY_EXACT;
+	} else {
+		const struct pc_snapshot_file *sf;
+
+		ret = pc_snapshot_next_file(s->rd, &sf);
+		if (ret <= 0)
+			return s->err = ret;
+		s->file.path = sf->path;
+		s->file.identity = true;
+		s->file.size = sf->file_size;
+		s->file.mtime_ns = sf->mtime_ns;
+		s->file.dev = sf->dev;
+		s->file.ino = sf->ino;
+		s->file.quality = sf->quality;
+		s->file.npages = sf->npages;
+	}
+	*f = &s->file;
+	return 1;
+}
+
+/* The native snapshot's runs in this machine's pages: a run covers every
+ * page that holds any of its bytes; runs that meet merge. */
+static int native_run(struct snapsrc *s, struct pc_run *run)
+{
+	struct pc_run r;
+	int ret;
+
+	if (s->snap_ps == s->ps)
+		return pc_snapshot_next_run(s->rd, run);
+	for (;;) {
+		uint64_t start, end;
+
+		ret = pc_snapshot_next_run(s->rd, &r);
+		if (ret < 0)
+			return ret;
+		if (ret == 0)
+			break;
+		/* the reader keeps (page + npages) * page_size within int64_t */
+		start = r.page * s->snap_ps / s->ps;
+		end = ((r.page + r.npages) * s->snap_ps + s->ps - 1) / s->ps;
+		if (s->has_pending && start <= s->pending.page + s->pending.npages) {
+			s->pending.npages = end - s->pending.page;
+			continue;
+		}
+		if (s->has_pending) {
+			*run = s->pending;
+			s->pending = (struct pc_run){ start, end - start };
+			return 1;
+		}
+		s->pending = (struct pc_run){ start, end - start };
+		s->has_pending = true;
+	}
+	if (!s->has_pending)
+		return 0;
+	*run = s->pending;
+	s->has_pending = false;
+	return 1;
+}
+
+int snapsrc_next_run(struct snapsrc *s, struct pc_run *run)
+{
+	int ret;
+
+	if (s->err)
+		return s->err;
+	ret = s->fmt == SNAP_HAPPYCACHE ? hc_next_run(s->hc, run) : native_run(s, run);
+	if (ret < 0)
+		s->err = ret;
+	return ret;
+}
+
+int snapsrc_validate(struct snapsrc *s)
+{
+	const struct snap_file *f;
+	struct pc_run run;
+	int ret;
+
+	if (s->start < 0)
+		return 0;
+	while ((ret = snapsrc_next_file(s, &f)) > 0)
+		while ((ret = snapsrc_next_run(s, &run)) > 0)
+			;
+	if (ret < 0)
+		return ret;
+	/* start again from the beginning */
+	drop_reader(s);
+	if (lseek(s->fd, s->start, SEEK_SET) < 0)
+		return -errno;
+	ret = make_reader(s);
+	if (ret == 0 && s->fmt == SNAP_NATIVE)
+		ret = pc_snapshot_read_header(s->rd);
+	return ret < 0 ? ret : 1;
+}
