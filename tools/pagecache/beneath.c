@@ -130,18 +130,14 @@ static int reopen(int pathfd)
 
 int beneath_open(struct beneath *b, const char *rel, struct stat *st)
 {
-	int pfd, fd, ret;
+	int pfd = -ENOSYS, fd, ret;
 
 	ret = pc_snapshot_path_check(rel);
 	if (ret < 0)
 		return ret;
 	if (b->method != METHOD_WALK) {
 		pfd = openat2_path(b, rel);
-		if (pfd == -ENOSYS) {
-			b->method = METHOD_WALK;
-		} else {
-			b->method = METHOD_OPENAT2;
-		}
+		b->method = pfd == -ENOSYS ? METHOD_WALK : METHOD_OPENAT2;
 	}
 	if (b->method == METHOD_WALK)
 		pfd = walk_components(b, rel);
