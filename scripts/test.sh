@@ -12,8 +12,9 @@
 #             the unit, kernel and root suites; any report fails the stage
 #   helgrind  valgrind --tool=helgrind on the threads test (in build/)
 #   fuzz      a clang build-fuzz/ with -Dfuzzing=true, then each libFuzzer
-#             target fuzz/fuzz-* for PC_FUZZ_SECONDS (default 60) over a
-#             copy of its seeds fuzz/corpus/<target> (the tree's corpus
+#             target fuzz/fuzz-* for PC_FUZZ_SECONDS (default 45), one per
+#             core side by side, over a copy of its seeds
+#             fuzz/corpus/<target> (the tree's corpus
 #             never grows here); a crash, leak or timeout fails the stage
 #             and its input is printed (path and hexdump)
 # --quick runs the plain stage only. All stages run even when one fails.
@@ -61,6 +62,9 @@ stage_counts=()
 total_passed=0
 total_failed=0
 total_skipped=0
+# the digest of every failed test, repeated after the summary
+failures=$(mktemp)
+trap 'rm -f "$failures"' EXIT
 
 now() {
 	printf '%s\n' "${EPOCHREALTIME/,/.}"
@@ -89,7 +93,8 @@ run_stage() {
 		logs=("$dir/meson-logs/$logbase"*.json)
 		log=${logs[0]}
 		python3 "$PC_ROOT/scripts/testlog.py" --stage "$name" --log "$log" \
-			--expected "$PC_ROOT/tests/expected-skips" --counts "$counts" "${ci[@]}" || log_rc=$?
+			--expected "$PC_ROOT/tests/expected-skips" --counts "$counts" \
+			--failures "$failures" "${ci[@]}" || log_rc=$?
 		if [[ -s $counts ]]; then
 			read -r passed failed skipped unexpected <"$counts"
 		fi
@@ -161,7 +166,7 @@ fi
 # "key = value" lines of fuzz/<target>.options as -key=value.
 run_fuzz_stage() {
 	local name=fuzz dir=build-fuzz start result=PASS passed=0 failed=0
-	local seconds=${PC_FUZZ_SECONDS:-60}
+	local seconds=${PC_FUZZ_SECONDS:-45}
 	start=$(now)
 	printf '\n==== stage %s ====\n' "$name"
 
@@ -170,17 +175,21 @@ run_fuzz_stage() {
 		result="FAIL (build)"
 		failed=1
 	else
-		local corpus target exe work rc key value stats a
-		local -a args artifacts
+		local corpus target exe work rc key value stats a par
+		local -a args artifacts targets=()
+		# the targets run side by side, one per core
+		par=$(nproc 2>/dev/null || echo 1)
 		for corpus in "$PC_ROOT"/fuzz/corpus/*/; do
 			target=$(basename "$corpus")
 			exe=$PC_ROOT/$dir/fuzz/$target
 			work=$PC_ROOT/$dir/fuzz-run/$target
 			if [[ ! -x $exe ]]; then
 				printf 'fuzz %s: FAIL: fuzz/corpus/%s has no target %s\n' "$target" "$target" "$exe"
+				printf -- '---- fuzz:%s: no target %s\n' "$target" "$exe" >>"$failures"
 				failed=$((failed + 1))
 				continue
 			fi
+			targets+=("$target")
 			rm -rf "$work"
 			mkdir -p "$work/corpus" "$work/artifacts"
 			cp -a -- "$corpus." "$work/corpus/"
@@ -198,8 +207,20 @@ run_fuzz_stage() {
 					fi
 				done <"$PC_ROOT/fuzz/$target.options"
 			fi
-			rc=0
-			"$exe" "${args[@]}" "$work/corpus" >"$work/log" 2>&1 || rc=$?
+			while (($(jobs -rp | wc -l) >= par)); do
+				wait -n || true
+			done
+			(
+				rc=0
+				"$exe" "${args[@]}" "$work/corpus" >"$work/log" 2>&1 || rc=$?
+				echo "$rc" >"$work/rc"
+			) &
+		done
+		wait
+		for target in "${targets[@]}"; do
+			exe=$PC_ROOT/$dir/fuzz/$target
+			work=$PC_ROOT/$dir/fuzz-run/$target
+			rc=$(cat "$work/rc" 2>/dev/null || echo 255)
 			stats=$(awk '/^stat::number_of_executed_units:/ { n = $2 }
 				/^stat::average_exec_per_sec:/ { r = $2 }
 				/^stat::new_units_added:/ { u = $2 }
@@ -212,6 +233,7 @@ run_fuzz_stage() {
 				continue
 			fi
 			printf 'fuzz %s: FAIL (exit %d): %s\n' "$target" "$rc" "$stats"
+			printf -- '---- fuzz:%s: FAIL (exit %d); its log: %s\n' "$target" "$rc" "$work/log" >>"$failures"
 			failed=$((failed + 1))
 			printf -- '---- %s: the end of %s\n' "$target" "$work/log"
 			tail -n 40 "$work/log"
@@ -256,5 +278,9 @@ for i in "${!stage_names[@]}"; do
 		status=1
 	fi
 done
+if [[ -s $failures ]]; then
+	printf '\n==== why: every failed test, again\n'
+	cat "$failures"
+fi
 printf '%d passed, %d failed, %d skipped\n' "$total_passed" "$total_failed" "$total_skipped"
 exit "$status"

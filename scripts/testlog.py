@@ -3,7 +3,7 @@
 
     python3 scripts/testlog.py --stage NAME --log TESTLOG.json
                                --expected tests/expected-skips
-                               --counts FILE [--ci]
+                               --counts FILE [--failures FILE] [--ci]
 
 Reads meson's JSON test log (one object per line), prints every skip of
 the stage: tests meson reports as SKIP (the binary exited 77) and the
@@ -12,7 +12,10 @@ Each skip gets an id, STAGE:TEST for a whole test, STAGE:TEST:CASE for a
 case, which tests/expected-skips matches (see the header of that file).
 
 Writes "PASSED FAILED SKIPPED UNEXPECTED" (meson tests; unexpected skips)
-to --counts. Exit status: 1 when --ci and a skip is not expected, when the
+to --counts. With --failures, appends a digest of every failed test to FILE
+(its Check failure lines, sanitizer reports and the end of its output), so
+that test.sh can repeat it after the summary, where a log cut to its last
+lines still shows why the run failed. Exit status: 1 when --ci and a skip is not expected, when the
 log cannot be read or when expected-skips has a malformed line; else 0.
 """
 
@@ -25,6 +28,31 @@ import sys
 PASSED = {"OK", "EXPECTEDFAIL"}
 FAILED = {"FAIL", "ERROR", "TIMEOUT", "UNEXPECTEDPASS", "INTERRUPT"}
 SKIP_LINE = re.compile(r"^SKIP: (.+?): (.*)$")
+# Check's "file:line:F:case:test:iteration: message" (E for an error) and
+# the first lines of sanitizer and valgrind reports
+KEY_LINE = re.compile(r":[0-9]+:[FE]:|^(==[0-9]+== )?(ERROR|SUMMARY|WARNING): |"
+                      r"runtime error:|Assertion|Traceback|^FAIL|^ERROR|"
+                      r"==[0-9]+== (Invalid|Conditional|Use of|Syscall param|[0-9,]+ bytes in)")
+DIGEST_TAIL = 25
+DIGEST_KEYS = 40
+
+
+def digest(stage, test, r):
+    """The lines that say why test r failed."""
+    out = []
+    for stream in ("stdout", "stderr"):
+        text = r.get(stream) or ""
+        out.extend(text.splitlines())
+    keys = [line for line in out if KEY_LINE.search(line)][:DIGEST_KEYS]
+    tail = out[-DIGEST_TAIL:]
+    lines = [f"---- {stage}:{test}: {r.get('result')} after "
+             f"{r.get('duration', 0):.1f}s, exit status {r.get('returncode')}"]
+    if keys:
+        lines.append("  key lines:")
+        lines.extend("    " + line for line in keys)
+    lines.append(f"  last {len(tail)} lines of its output:")
+    lines.extend("    " + line for line in tail)
+    return "\n".join(lines) + "\n"
 
 
 def load_expected(path):
@@ -57,6 +85,7 @@ def main():
     ap.add_argument("--log", required=True)
     ap.add_argument("--expected", required=True)
     ap.add_argument("--counts", required=True)
+    ap.add_argument("--failures")
     ap.add_argument("--ci", action="store_true")
     args = ap.parse_args()
 
@@ -70,6 +99,7 @@ def main():
 
     counts = {"passed": 0, "failed": 0, "skipped": 0}
     skips = []  # (id, why)
+    failures = []
     for r in records:
         res = r.get("result")
         if res in PASSED:
@@ -79,6 +109,8 @@ def main():
         else:
             counts["failed"] += 1
         test = short_name(r.get("name", "?"))
+        if res not in PASSED and res != "SKIP":
+            failures.append(digest(args.stage, test, r))
         output = (r.get("stdout") or "") + "\n" + (r.get("stderr") or "")
         cases = [m.groups() for m in map(SKIP_LINE.match, output.splitlines()) if m]
         if res == "SKIP":
@@ -102,6 +134,9 @@ def main():
         verdict = "fails the stage (CI=true)" if args.ci else "would fail CI"
         print(f"{unexpected} skip(s) not listed in tests/expected-skips: {verdict}")
 
+    if args.failures and failures:
+        with open(args.failures, "a", encoding="utf-8") as f:
+            f.writelines(failures)
     with open(args.counts, "w") as f:
         f.write(f"{counts['passed']} {counts['failed']} {counts['skipped']} {unexpected}\n")
     for e in format_errors:

@@ -11,6 +11,7 @@ the reads have settled. Prints one line per case ("SKIP: case: why" for a
 case that cannot run here); exits 0, 1 on a failure, 77 when nothing can run.
 Under PC_UNDER_VALGRIND=1 every pagecache run goes through valgrind."""
 
+import pc_unvalgrind  # noqa: F401 (first: leaves valgrind, see the module)
 import importlib.util
 import json
 import os

@@ -11,6 +11,7 @@ O_PATH open raises no event, a real one does (checked first, every time).
 Usage: test-cli-open.py PATH-TO-pagecache PATH-TO-pc-replace-shim.so
 Exits 0 when all ran cases passed, 1 on a failure, 77 when not root."""
 
+import pc_unvalgrind  # noqa: F401 (first: leaves valgrind, see the module)
 import ctypes
 import ctypes.util
 import json

@@ -15,6 +15,7 @@ Prints one line per case; "SKIP: case: why" for a case that cannot run here.
 Exits 0 when all ran cases passed, 1 on a failure, 77 when nothing can run.
 Under PC_UNDER_VALGRIND=1 every pagecache run goes through valgrind."""
 
+import pc_unvalgrind  # noqa: F401 (first: leaves valgrind, see the module)
 import ctypes
 import ctypes.util
 import gzip
