@@ -66,6 +66,39 @@ total_skipped=0
 failures=$(mktemp)
 trap 'rm -f "$failures"' EXIT
 
+# What the machine gives the tests, printed first and last: cores, memory,
+# the memory cgroup's limit and the page reclaim so far. A test that finds
+# gone the pages it has just brought in may have lost them to reclaim (the
+# cgroup's, under a limit, or the machine's); these lines say if there was any.
+memcg_dir() {
+	local line path
+	line=$(grep -E '^[0-9]+:(memory)?:' /proc/self/cgroup | grep -E ':memory:|^0::' | head -n 1)
+	path=${line#*:*:}
+	if [[ $line == *:memory:* && -d /sys/fs/cgroup/memory$path ]]; then
+		printf '%s\n' "/sys/fs/cgroup/memory$path"
+	elif [[ -d /sys/fs/cgroup$path ]]; then
+		printf '%s\n' "/sys/fs/cgroup$path"
+	fi
+}
+machine_report() {
+	local cg limit="" events="" steal
+	cg=$(memcg_dir || true)
+	if [[ -n $cg ]]; then
+		limit=$(cat "$cg/memory.max" "$cg/memory.limit_in_bytes" 2>/dev/null | head -n 1 || true)
+		if [[ -r $cg/memory.events ]]; then
+			events=$(tr '\n' ' ' <"$cg/memory.events")
+		else
+			events="failcnt $(cat "$cg/memory.failcnt" 2>/dev/null)"
+		fi
+		steal=$(awk '/^(total_)?pgsteal/ { s += $2 } END { print s + 0 }' "$cg/memory.stat" 2>/dev/null)
+	fi
+	printf '%s: %s cores, %s; memory cgroup %s: limit %s, %s, pages reclaimed %s; machine pages reclaimed %s\n' \
+		"$1" "$(nproc)" "$(awk '/^MemTotal|^MemAvailable/ { printf "%s%s %d MiB", n++ ? ", " : "", $1, $2 / 1024 }' /proc/meminfo)" \
+		"${cg:-?}" "${limit:-?}" "${events:-?}" "${steal:-?}" \
+		"$(awk '/^pgsteal_(anon|file) / { s += $2 } END { print s + 0 }' /proc/vmstat)"
+}
+machine_report "machine at the start"
+
 now() {
 	printf '%s\n' "${EPOCHREALTIME/,/.}"
 }
@@ -282,5 +315,6 @@ if [[ -s $failures ]]; then
 	printf '\n==== why: every failed test, again\n'
 	cat "$failures"
 fi
+machine_report "machine at the end"
 printf '%d passed, %d failed, %d skipped\n' "$total_passed" "$total_failed" "$total_skipped"
 exit "$status"

@@ -12,6 +12,7 @@ case that cannot run here); exits 0, 1 on a failure, 77 when nothing can run.
 Under PC_UNDER_VALGRIND=1 every pagecache run goes through valgrind."""
 
 import pc_unvalgrind  # noqa: F401 (first: leaves valgrind, see the module)
+from pc_cases import only_cases, run_cases
 import importlib.util
 import json
 import os
@@ -19,7 +20,6 @@ import signal
 import subprocess
 import sys
 import time
-import traceback
 
 _here = os.path.dirname(os.path.abspath(__file__))
 _spec = importlib.util.spec_from_file_location("test_cli", os.path.join(_here, "test-cli.py"))
@@ -666,28 +666,7 @@ def main():
         print("SKIP: test-cli-more: the test directory is on tmpfs")
         return 77
     probe.cleanup()
-    only = os.environ.get("PC_TEST_CASES")
-    failed = 0
-    for case in CASES:
-        name = case.__name__[len("case_"):]
-        if only and name not in only.split(","):
-            continue
-        env = tc.Env()
-        try:
-            case(env)
-            print(f"ok: {name}")
-        except Skip as e:
-            print(f"SKIP: {name}: {e}")
-        except (Failure, subprocess.TimeoutExpired) as e:
-            print(f"FAIL: {name}: {e}")
-            failed += 1
-        except Exception:
-            print(f"FAIL: {name}: unexpected exception")
-            traceback.print_exc(file=sys.stdout)
-            failed += 1
-        finally:
-            env.cleanup()
-    sys.stdout.flush()
+    failed = run_cases(CASES, tc.Env, Skip, Failure, only_cases("PC_TEST_CASES"))
     return 1 if failed else 0
 
 

@@ -11,6 +11,7 @@ Exits 0 when all ran cases passed, 1 on a failure, 77 when nothing can run.
 Under PC_UNDER_VALGRIND=1 every pagecache run goes through valgrind."""
 
 import pc_unvalgrind  # noqa: F401 (first: leaves valgrind, see the module)
+from pc_cases import only_cases, run_cases
 import base64
 import ctypes
 import ctypes.util
@@ -22,7 +23,6 @@ import stat
 import subprocess
 import sys
 import tempfile
-import traceback
 
 EXE = None
 PS = os.sysconf("SC_PAGE_SIZE")
@@ -698,25 +698,7 @@ def main():
         print("SKIP: test-cli: the test directory is on tmpfs")
         return 77
     probe.cleanup()
-    failed = 0
-    for case in CASES:
-        env = Env()
-        name = case.__name__[len("case_"):]
-        try:
-            case(env)
-            print(f"ok: {name}")
-        except Skip as e:
-            print(f"SKIP: {name}: {e}")
-        except (Failure, subprocess.TimeoutExpired) as e:
-            print(f"FAIL: {name}: {e}")
-            failed += 1
-        except Exception:
-            print(f"FAIL: {name}: unexpected exception")
-            traceback.print_exc(file=sys.stdout)
-            failed += 1
-        finally:
-            env.cleanup()
-    sys.stdout.flush()
+    failed = run_cases(CASES, Env, Skip, Failure, only_cases())
     return 1 if failed else 0
 
 

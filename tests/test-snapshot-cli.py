@@ -16,6 +16,7 @@ Exits 0 when all ran cases passed, 1 on a failure, 77 when nothing can run.
 Under PC_UNDER_VALGRIND=1 every pagecache run goes through valgrind."""
 
 import pc_unvalgrind  # noqa: F401 (first: leaves valgrind, see the module)
+from pc_cases import only_cases, run_cases
 import ctypes
 import ctypes.util
 import gzip
@@ -27,7 +28,6 @@ import struct
 import subprocess
 import sys
 import tempfile
-import traceback
 
 EXE = None
 SHIM = None
@@ -468,8 +468,11 @@ def case_hostile_snapshot(env):
         check(refused == len(HOSTILE_PATHS), f"{label}: skipped {doc['skipped']}")
         check(doc["skipped"]["not_regular"] == 1, f"{label}: the FIFO: {doc['skipped']}")
         check(not resident_pages(secret), f"{label}: a file outside the root was read")
-        check(set(range(16)) <= resident_pages(os.path.join(root, "ok")),
-              f"{label}: the file inside was not restored")
+        got = resident_pages(os.path.join(root, "ok"))
+        check(set(range(16)) <= got,
+              f"{label}: the file inside was not restored: resident {sorted(got)}, "
+              f"read {doc['pages_read']}, already {doc['pages_already_resident']}, "
+              f"final {doc['final_pages_resident']}, evicted again {doc['evicted_again_pages']}")
         evict(os.path.join(root, "ok"))
     # a symlink that stays inside the root: openat2 follows it, the walk refuses it
     os.symlink("ok", os.path.join(root, "in-link"))
@@ -860,28 +863,7 @@ def main():
         print("SKIP: test-snapshot-cli: the test directory is on tmpfs")
         return 77
     probe.cleanup()
-    only = os.environ.get("PC_TEST_CASE")
-    failed = 0
-    for case in CASES:
-        name = case.__name__[len("case_"):]
-        if only and name != only:
-            continue
-        env = Env()
-        try:
-            case(env)
-            print(f"ok: {name}")
-        except Skip as e:
-            print(f"SKIP: {name}: {e}")
-        except (Failure, subprocess.TimeoutExpired) as e:
-            print(f"FAIL: {name}: {e}")
-            failed += 1
-        except Exception:
-            print(f"FAIL: {name}: unexpected exception")
-            traceback.print_exc(file=sys.stdout)
-            failed += 1
-        finally:
-            env.cleanup()
-        sys.stdout.flush()
+    failed = run_cases(CASES, Env, Skip, Failure, only_cases("PC_TEST_CASE"))
     return 1 if failed else 0
 
 

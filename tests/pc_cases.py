@@ -1,0 +1,110 @@
+# SPDX-License-Identifier: MIT
+"""The case loop of the python tests of the command.
+
+run_cases() runs each case in a fresh scratch environment and prints
+"ok: NAME", "SKIP: NAME: why" (which scripts/testlog.py collects) or
+"FAIL: NAME: why"; it returns the number of failed cases.
+
+Reclaim: many cases bring pages in and then check, as the kernel sees it,
+that they are resident. The kernel may take them back in between when the
+machine, or the memory cgroup the tests run in, is short of memory; nothing
+the command does can stop that. A case that fails while the kernel reclaimed
+pages (the pgsteal counters of /proc/vmstat and of the test's own memory
+cgroup moved) runs again, at most RECLAIM_RETRIES times, and every such
+attempt is printed with the reclaim it saw. A case that fails without any
+reclaim, or fails every attempt, fails.
+"""
+
+import os
+import subprocess
+import sys
+import traceback
+
+RECLAIM_RETRIES = 2
+
+
+def _memcg_stat():
+    """The memory.stat file of this process's memory cgroup, or None."""
+    try:
+        with open("/proc/self/cgroup", encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            return f"/sys/fs/cgroup/memory{path}/memory.stat"
+        if controllers == "":
+            return f"/sys/fs/cgroup{path}/memory.stat"
+    return None
+
+
+def reclaimed_pages():
+    """Pages the kernel has reclaimed so far: the machine's and this
+    process's memory cgroup's pgsteal counters added (cgroup reclaim is
+    not counted in the machine's on every kernel)."""
+    total = 0
+    for path, prefix in (("/proc/vmstat", "pgsteal_"), (_memcg_stat(), "pgsteal")):
+        if not path:
+            continue
+        try:
+            with open(path, encoding="utf-8") as f:
+                for line in f:
+                    name, _, value = line.partition(" ")
+                    # the per-kind counters only: pgsteal_anon + pgsteal_file
+                    # equals the sum of the per-reclaimer ones
+                    if name.startswith(prefix) and name.endswith(("_anon", "_file")):
+                        total += int(value)
+                    elif name == "pgsteal":  # cgroup v2 has one counter
+                        total += int(value)
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+def run_cases(cases, make_env, skip, failure, only=None):
+    """Run each case(env) with env = make_env(); env.cleanup() after.
+    skip, failure: the test's exception classes; only: case names to run
+    (None: all). Returns the number of failed cases."""
+    failed = 0
+    for case in cases:
+        name = case.__name__[len("case_"):]
+        if only and name not in only:
+            continue
+        for attempt in range(1 + RECLAIM_RETRIES):
+            before = reclaimed_pages()
+            env = make_env()
+            verdict = None
+            try:
+                case(env)
+                print(f"ok: {name}" + (f" (attempt {attempt + 1})" if attempt else ""))
+            except skip as e:
+                print(f"SKIP: {name}: {e}")
+            except (failure, subprocess.TimeoutExpired) as e:
+                verdict = f"FAIL: {name}: {e}"
+            except Exception:
+                verdict = f"FAIL: {name}: unexpected exception\n" + traceback.format_exc()
+            finally:
+                env.cleanup()
+            sys.stdout.flush()
+            if verdict is None:
+                break
+            reclaimed = reclaimed_pages() - before
+            if reclaimed > 0 and attempt < RECLAIM_RETRIES:
+                print(f"note: {name}: attempt {attempt + 1} failed while the kernel "
+                      f"reclaimed {reclaimed} pages; running it again. It said: "
+                      + verdict.replace("\n", "\n    "))
+                continue
+            if reclaimed > 0:
+                verdict += f"\n(every attempt saw reclaim: {reclaimed} pages in the last)"
+            print(verdict)
+            failed += 1
+            break
+    sys.stdout.flush()
+    return failed
+
+
+def only_cases(var="PC_TEST_CASES"):
+    """The case names of the comma-separated environment variable var."""
+    value = os.environ.get(var)
+    return set(value.split(",")) if value else None
