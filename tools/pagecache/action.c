@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* What evict, touch and lock share: the walk's note and error callbacks,
- * the frame of their JSON documents, --max-size, the exit status. */
+ * the frame of their JSON documents, the walk itself, --max-size, the exit
+ * status. */
 #include <linux/capability.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -72,6 +73,29 @@ void action_json_end(struct action *a)
 	json_end_object(j); /* totals */
 	json_end_object(j);
 	fputc('\n', stdout);
+}
+
+int action_walk(struct action *a, struct selection *sel, const struct walk_ops *ops,
+		void *ctx, const char *header, int npaths, char **paths)
+{
+	struct walk *w = NULL;
+	int ret;
+
+	a->max_size = sel->max_size;
+	a->rep.mode = a->json ? OUT_JSON : OUT_TEXT;
+	a->rep.page_size = (uint64_t)pc_page_size();
+	progress_init(&a->progress, !a->quiet && isatty(STDERR_FILENO));
+	ret = walk_new(&sel->wo, ops, ctx, &w);
+	if (ret < 0)
+		return ret;
+	if (a->json)
+		action_json_begin(a);
+	else if (a->verbose)
+		fputs(header, stdout);
+	ret = selection_walk(sel, w, npaths, paths);
+	progress_clear(&a->progress);
+	walk_free(w);
+	return ret < 0 ? ret : 0;
 }
 
 int action_status(struct action *a)

@@ -194,6 +194,12 @@ void action_json_totals(struct action *a);
 void action_json_end(struct action *a);
 /* 1 (and counted as filtered) when the file is over --max-size. */
 bool action_too_big(struct action *a, uint64_t size);
+struct selection;
+struct walk_ops;
+/* Set a up from the selection, start the JSON document or (with -v) print
+ * header, and walk the paths with ops and ctx. 0, or -ENOMEM. */
+int action_walk(struct action *a, struct selection *sel, const struct walk_ops *ops,
+		void *ctx, const char *header, int npaths, char **paths);
 /* Exit status from the counts, after flushing standard output. */
 int action_status(struct action *a);
 /* 1 if the calling thread has capability cap in its effective set. */

@@ -176,7 +176,6 @@ int cmd_evict(int argc, char **argv)
 {
 	struct evict_ctx c = { 0 };
 	struct selection sel;
-	struct walk *w = NULL;
 	int opt, ret;
 
 	selection_init(&sel);
@@ -208,19 +207,9 @@ int cmd_evict(int argc, char **argv)
 	ret = selection_check(&sel, "evict", argc - optind);
 	if (ret)
 		goto out;
-	c.a.max_size = sel.max_size;
-	c.a.rep.mode = c.a.json ? OUT_JSON : OUT_TEXT;
-	c.a.rep.page_size = (uint64_t)pc_page_size();
-	progress_init(&c.a.progress, !c.a.quiet && isatty(STDERR_FILENO));
-	if (walk_new(&sel.wo, &evict_walk_ops, &c, &w) < 0)
+	if (action_walk(&c.a, &sel, &evict_walk_ops, &c,
+			"   SIZE  BEFORE   AFTER QUALITY PATH\n", argc - optind, argv + optind) < 0)
 		goto nomem;
-	if (c.a.json)
-		action_json_begin(&c.a);
-	else if (c.a.verbose)
-		printf("%7s %7s %7s %-7s PATH\n", "SIZE", "BEFORE", "AFTER", "QUALITY");
-	if (selection_walk(&sel, w, argc - optind, argv + optind) < 0)
-		goto nomem;
-	progress_clear(&c.a.progress);
 	if (c.a.json) {
 		struct json *j = &c.a.rep.json;
 
@@ -243,7 +232,6 @@ nomem:
 	ret = PC_EXIT_FAILED;
 out:
 	report_free(&c.a.rep);
-	walk_free(w);
 	selection_free(&sel);
 	return ret;
 }

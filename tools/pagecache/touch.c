@@ -358,7 +358,6 @@ int cmd_touch(int argc, char **argv)
 {
 	struct touch_ctx c = { 0 };
 	struct selection sel;
-	struct walk *w = NULL;
 	double t;
 	int opt, ret;
 
@@ -415,19 +414,9 @@ int cmd_touch(int argc, char **argv)
 	ret = selection_check(&sel, "touch", argc - optind);
 	if (ret)
 		goto out;
-	c.a.max_size = sel.max_size;
-	c.a.rep.mode = c.a.json ? OUT_JSON : OUT_TEXT;
-	c.a.rep.page_size = (uint64_t)pc_page_size();
-	progress_init(&c.a.progress, !c.a.quiet && isatty(STDERR_FILENO));
-	if (walk_new(&sel.wo, &touch_walk_ops, &c, &w) < 0)
+	if (action_walk(&c.a, &sel, &touch_walk_ops, &c,
+			"   SIZE    READ RESIDENT QUALITY PATH\n", argc - optind, argv + optind) < 0)
 		goto nomem;
-	if (c.a.json)
-		action_json_begin(&c.a);
-	else if (c.a.verbose)
-		printf("%7s %7s %7s %-7s PATH\n", "SIZE", "READ", "RESIDENT", "QUALITY");
-	if (selection_walk(&sel, w, argc - optind, argv + optind) < 0)
-		goto nomem;
-	progress_clear(&c.a.progress);
 	t = now_seconds() - c.a.progress.start;
 	if (c.a.json) {
 		struct json *j = &c.a.rep.json;
@@ -471,7 +460,6 @@ out:
 		io_uring_queue_exit(&c.ring);
 	free(c.buf);
 	report_free(&c.a.rep);
-	walk_free(w);
 	selection_free(&sel);
 	return ret;
 }
