@@ -3,7 +3,8 @@
 
 run_cases() runs each case in a fresh scratch environment and prints
 "ok: NAME", "SKIP: NAME: why" (which scripts/testlog.py collects) or
-"FAIL: NAME: why"; it returns the number of failed cases.
+"FAIL: NAME: why"; it returns the number of failed cases. "ok" says how
+long the case took.
 
 Reclaim: many cases bring pages in and then check, as the kernel sees it,
 that they are resident. The kernel may take them back in between when the
@@ -18,6 +19,7 @@ reclaim, or fails every attempt, fails.
 import os
 import subprocess
 import sys
+import time
 import traceback
 
 RECLAIM_RETRIES = 2
@@ -73,11 +75,13 @@ def run_cases(cases, make_env, skip, failure, only=None):
             continue
         for attempt in range(1 + RECLAIM_RETRIES):
             before = reclaimed_pages()
+            start = time.monotonic()
             env = make_env()
             verdict = None
             try:
                 case(env)
-                print(f"ok: {name}" + (f" (attempt {attempt + 1})" if attempt else ""))
+                print(f"ok: {name} ({time.monotonic() - start:.1f} s"
+                      + (f", attempt {attempt + 1})" if attempt else ")"))
             except skip as e:
                 print(f"SKIP: {name}: {e}")
             except (failure, subprocess.TimeoutExpired) as e:
