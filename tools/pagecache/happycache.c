@@ -23,8 +23,6 @@
 
 #include "snapcli.h"
 
-#define HC_BUF (64 * 1024)
-
 enum { IT_END, IT_PAGE, IT_PATH };
 
 struct item {
@@ -463,6 +461,10 @@ int hc_write_runs(struct hc_writer *w, const char *relpath, const struct pc_run 
 
 	if (strchr(relpath, '\n') || !*relpath)
 		return -EINVAL; /* a newline cannot be written in this format */
+	/* nor a line the reader refuses: "./" and the path within HC_LINE_MAX
+	 * (a walk's relative paths may be longer than PATH_MAX) */
+	if (strlen(relpath) > PC_SNAPSHOT_PATH_MAX)
+		return -ENAMETOOLONG;
 	if (n == 0)
 		return w->err;
 	ret = put_path(w, relpath);

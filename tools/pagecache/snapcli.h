@@ -22,6 +22,9 @@ int snap_parse_format(const char *s, bool allow_auto, enum snap_format *out);
 #define HC_CHUNK_PAGES (UINT64_C(1) << 20)
 /* Longest line the reader accepts: "./", a path, the newline. */
 #define HC_LINE_MAX (PC_SNAPSHOT_PATH_MAX + 3)
+/* The reader's gzip buffer, and how much each of its gzread() calls asks
+ * for (the fuzz driver reads the same way to see the text it saw). */
+#define HC_BUF (64 * 1024)
 
 struct hc_reader;
 /* Reads from a dup of fd (the caller keeps fd). */
@@ -39,7 +42,9 @@ const char *hc_reader_error(const struct hc_reader *r, uint64_t *offset);
 struct hc_writer;
 /* Writes to a dup of fd (the caller keeps fd, and fsyncs it). */
 int hc_writer_new(int fd, struct hc_writer **out);
-/* One file: its runs, in pages; nothing is written for a file without. */
+/* One file: its runs, in pages; nothing is written for a file without.
+ * -EINVAL for a path that is empty or holds a newline, -ENAMETOOLONG for
+ * one longer than PC_SNAPSHOT_PATH_MAX (nothing written for either). */
 int hc_write_runs(struct hc_writer *w, const char *relpath, const struct pc_run *runs,
 		  size_t n);
 /* Flush and end the gzip stream; does not close fd. Returns 0 or -errno. */
