@@ -305,6 +305,10 @@ int hc_next_file(struct hc_reader *r, const char **path)
 {
 	int ret;
 
+	/* what is left of the current file is skipped, a run being built
+	 * with it (else hc_next_run() handed it out after the end) */
+	r->have_run = false;
+	r->have_last = false;
 	for (;;) {
 		ret = get_item(r);
 		if (ret < 0)
@@ -318,8 +322,6 @@ int hc_next_file(struct hc_reader *r, const char **path)
 		/* pages of the current file that were not asked for */
 	}
 	memcpy(r->path, r->it.path, strlen(r->it.path) + 1);
-	r->have_last = false;
-	r->have_run = false;
 	r->file_done = false;
 	*path = r->path;
 	return 1;
@@ -353,6 +355,8 @@ int hc_next_run(struct hc_reader *r, struct pc_run *run)
 {
 	int ret;
 
+	if (r->err)
+		return r->err; /* sticky, also after hc_next_file() failed */
 	while (!r->file_done) {
 		ret = get_item(r);
 		if (ret < 0)

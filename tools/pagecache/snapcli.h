@@ -35,7 +35,9 @@ void hc_reader_free(struct hc_reader *r);
  * line that repeats the current file's path (a chunk of 2^20 pages) does
  * not start a new file when its pages carry on ascending. */
 int hc_next_file(struct hc_reader *r, const char **path);
-/* The next run of the current file (pages merged when consecutive). */
+/* The next run of the current file (pages merged when consecutive): 1,
+ * 0 at the file's end, or the reader's error. Errors are sticky: after
+ * one, both calls return it again. */
 int hc_next_run(struct hc_reader *r, struct pc_run *run);
 const char *hc_reader_error(const struct hc_reader *r, uint64_t *offset);
 
