@@ -21,8 +21,16 @@
  *   - human_bytes() prints what its floating-point definition ("%.1f" or
  *     "%.0f" of the value in 1024-based units) prints, for the input's
  *     first 8 bytes, for what parse_size() made of it, and for values
- *     next to the rounding ties; u64_str() prints what "%llu" prints.
+ *     next to the rounding ties; u64_str() prints what "%llu" prints;
+ *   - parse_map_line() (pid.c, a line of /proc/PID/maps) cuts the fields
+ *     where a reference split at spaces does, and reads the inode as
+ *     "%llu" does;
+ *   - selection_option() (select.c) takes --max-size, --pid and --include
+ *     with the input as the argument exactly when the reference parsers
+ *     accept it (--pid: 1 .. 2^31 - 1), else a usage error on stderr
+ *     (captured here); selection_check() agrees.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <string.h>
 
@@ -536,6 +544,124 @@ static void check_numbers(const uint8_t *data, size_t size)
 	}
 }
 
+/* ---- /proc/PID/maps lines (pid.c) ---- */
+
+/* What "%llu" makes of s: after white space, a sign and a digit at least
+ * (0: no match). Past 2^64 - 1, 2^64 - 1; with '-', the value negated. */
+static int ref_scan_llu(const char *s, uint64_t *v)
+{
+	bool neg = false, over = false;
+	uint64_t x = 0;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	if (*s == '+' || *s == '-')
+		neg = *s++ == '-';
+	if (*s < '0' || *s > '9')
+		return 0;
+	for (; *s >= '0' && *s <= '9'; s++) {
+		unsigned int d = (unsigned int)(*s - '0');
+
+		if (x > (UINT64_MAX - d) / 10)
+			over = true;
+		else
+			x = x * 10 + d;
+	}
+	*v = over ? UINT64_MAX : neg ? -x : x;
+	return 1;
+}
+
+static void check_map_line(const char *s)
+{
+	const char *p = s, *field[5] = { 0 };
+	size_t flen[5] = { 0 };
+	char *line = strdup(s), *range = NULL, *path = NULL;
+	int want = 0, ret;
+	uint64_t ino = 0;
+	ino_t got = 0;
+
+	FUZZ_CHECK(line);
+	for (int i = 0; i < 5 && !want; i++) {
+		const char *sp;
+
+		while (*p == ' ')
+			p++;
+		sp = strchr(p, ' ');
+		if (!sp) {
+			want = -EINVAL;
+			break;
+		}
+		field[i] = p;
+		flen[i] = (size_t)(sp - p);
+		p = sp + 1;
+	}
+	if (!want) {
+		char *f4 = strndup(field[4], flen[4]);
+
+		FUZZ_CHECK(f4);
+		if (!ref_scan_llu(f4, &ino))
+			want = -EINVAL;
+		free(f4);
+		while (*p == ' ')
+			p++;
+	}
+	ret = parse_map_line(line, &range, &got, &path);
+	FUZZ_CHECK(ret == want);
+	if (!ret) {
+		FUZZ_CHECK(range == line + (field[0] - s) && strlen(range) == flen[0]);
+		FUZZ_CHECK((uint64_t)got == ino);
+		FUZZ_CHECK(path == line + (p - s) && !strcmp(path, p));
+	}
+	free(line);
+}
+
+/* ---- the selection options (select.c) ---- */
+
+static void check_selection(const char *s)
+{
+	FILE *saved = stderr;
+	struct selection sel;
+	uint64_t v = 0;
+	char *arg = strdup(s);
+	int ret, want, usage = 0;
+	struct out err;
+	size_t n = 0;
+
+	FUZZ_CHECK(arg);
+	out_open(&err);
+	stderr = err.f;
+	selection_init(&sel);
+
+	want = ref_parse_size(s, &v) == 0;
+	ret = selection_option(&sel, "stat", OPT_SEL_MAX_SIZE, arg);
+	FUZZ_CHECK(ret == (want ? 1 : PC_EXIT_USAGE));
+	FUZZ_CHECK(!want || sel.max_size == v);
+	usage += !want;
+
+	want = ref_parse_uint(s, 0x7fffffff, &v) == 0 && v != 0;
+	ret = selection_option(&sel, "stat", OPT_SEL_PID, arg);
+	FUZZ_CHECK(ret == (want ? 1 : PC_EXIT_USAGE));
+	FUZZ_CHECK(sel.npids == (size_t)want && (!want || (sel.pids[0] == arg && !sel.pids[1])));
+	usage += !want;
+
+	FUZZ_CHECK(selection_option(&sel, "stat", OPT_SEL_INCLUDE, arg) == 1);
+	FUZZ_CHECK(sel.ninclude == 1 && sel.wo.include[0] == arg && !sel.wo.include[1]);
+	ret = selection_check(&sel, "stat", 0);
+	FUZZ_CHECK(ret == (sel.npids ? 0 : PC_EXIT_USAGE));
+	usage += ret != 0;
+
+	stderr = saved;
+	out_close(&err);
+	/* each usage error ends with the hint, and nothing else was said */
+	for (const char *q = err.p; (q = strstr(q, "\nTry 'pagecache stat --help'.\n")); q++)
+		n++;
+	FUZZ_CHECK(strstr(s, "Try") ? n >= (size_t)usage : n == (size_t)usage);
+	FUZZ_CHECK(!usage || !strncmp(err.p, "pagecache stat: ", 16));
+	selection_free(&sel);
+	free(err.p);
+	free(arg);
+}
+
 int pc_fuzz_cli_text(const uint8_t *data, size_t size)
 {
 	char *key = malloc(size + 1);
@@ -550,6 +676,8 @@ int pc_fuzz_cli_text(const uint8_t *data, size_t size)
 	check_base64(data, size);
 	check_json_path(data, size);
 	check_numbers(data, size);
+	check_map_line(key);
+	check_selection(key);
 	free(key);
 	return 0;
 }

@@ -52,4 +52,18 @@ int pc_fuzz_path_check(const uint8_t *data, size_t size);
  * and the size and number parsers. Returns 0. */
 int pc_fuzz_cli_text(const uint8_t *data, size_t size);
 
+/*
+ * fuzz-happycache: the happycache-format reader (tools/pagecache/happycache.c)
+ * against a reference reading of the format, on the rest of the input as
+ * a file (first byte even: the gzip layer) or as text the driver gzips
+ * (odd; with bit 1, starting (byte >> 2) bytes before the reader's buffer
+ * boundary). Returns the walk's answer: 0 for a whole valid input, else
+ * -EBADMSG.
+ */
+int pc_fuzz_happycache(const uint8_t *data, size_t size);
+
+/* The file the reader gets for that input, malloc'ed in *out: the rest of
+ * the input as it is (returns 0) or its text gzip'ed (returns 1). */
+int pc_fuzz_happycache_file(const uint8_t *data, size_t size, uint8_t **out, size_t *out_len);
+
 #endif

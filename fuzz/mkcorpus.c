@@ -10,7 +10,8 @@
  *   valid-*    a whole valid snapshot: the walk ends with 0
  *   bad-*      the walk fails with -EBADMSG or -EPROTONOSUPPORT
  *   regress-*  inputs that once crashed a fuzzer: any clean answer
- * Every snapshot seed is checked here the same way before it is written.
+ * Every snapshot and happycache seed is checked here the same way before
+ * it is written.
  * Deterministic: a fixed capture time, so regenerating changes nothing.
  *
  * Regenerate with: ninja -C build-fuzz fuzz-corpus (writes fuzz/corpus).
@@ -26,6 +27,7 @@
 
 #include "pagecache/pagecache.h"
 #include "snapshot-codec.h"
+#include "snapcli.h"
 #include "fuzz.h"
 
 #define CAPTURE_TIME INT64_C(1700000000123456789)
@@ -510,6 +512,12 @@ static void text_seeds(void)
 		"4096", "4K", "4kib", "1MB", "2G", "3tIb", "5P", "16384P", "16385P",
 		"18446744073709551615", "18446744073709551616", "0x10", "1E", "-1", " 1",
 		"100000", "100001",
+		/* lines of /proc/PID/maps (pid.c), and --pid's bounds */
+		"7f1c2a000000-7f1c2a021000 r--p 00000000 08:03 1234567        /usr/lib/libc.so.6",
+		"55d0c0a00000-55d0c0a21000 rw-p 00000000 00:00 0                          [heap]",
+		"7f00-7f01 r-xp 00000000 fd:01 42   /tmp/a b (deleted)",
+		"  a-b c d e 18446744073709551616 /x", "a-b c d e -1 /x", "a-b c d e\t+5 /x",
+		"a-b c d e 5", "a-b c d e5 ", "2147483647", "2147483648", "0",
 	};
 	char name[32];
 
@@ -518,6 +526,204 @@ static void text_seeds(void)
 		put_file("fuzz-cli-text", name, texts[i], strlen(texts[i]));
 	}
 	put_file("fuzz-cli-text", "nul-inside", "12\0K", 4);
+}
+
+/* ---- happycache files (fuzz-happycache: the first byte is the mode) ---- */
+
+#define HC_RAW 0x00                    /* the rest is the file */
+#define HC_TEXT 0x01                   /* the rest is the text, gzip'ed */
+#define HC_TEXT_AT(k) (0x03 | (k) << 2) /* ... starting k bytes before HC_BUF */
+
+static void put_hc(const char *name, uint8_t mode, const void *body, size_t len)
+{
+	uint8_t *p = malloc(len + 1);
+	int ret;
+
+	CHECK(p);
+	p[0] = mode;
+	if (len)
+		memcpy(p + 1, body, len);
+	ret = pc_fuzz_happycache(p, len + 1);
+	if (!strncmp(name, "valid-", 6) && ret != 0) {
+		fprintf(stderr, "mkcorpus: %s: the reader says %d, not 0\n", name, ret);
+		exit(1);
+	}
+	if (!strncmp(name, "bad-", 4) && ret != -EBADMSG) {
+		fprintf(stderr, "mkcorpus: %s: the reader says %d, not -EBADMSG\n", name, ret);
+		exit(1);
+	}
+	put_file("fuzz-happycache", name, p, len + 1);
+	free(p);
+}
+
+static void put_hc_text(const char *name, uint8_t mode, const char *text)
+{
+	put_hc(name, mode, text, strlen(text));
+}
+
+struct hc_file {
+	const char *path;
+	const struct pc_run *runs;
+	size_t n;
+};
+
+/* A happycache dump of the files by hc_write_runs() (malloc'ed). */
+static uint8_t *hc_dump(const struct hc_file *files, size_t nfiles, size_t *len)
+{
+	struct hc_writer *w;
+	struct stat st;
+	uint8_t *p;
+	int fd = memfd_create("mkcorpus-hc", MFD_CLOEXEC);
+
+	CHECK(fd >= 0);
+	CHECK(hc_writer_new(fd, &w) == 0);
+	for (size_t i = 0; i < nfiles; i++)
+		CHECK(hc_write_runs(w, files[i].path, files[i].runs, files[i].n) == 0);
+	CHECK(hc_writer_finish(w) == 0);
+	hc_writer_free(w);
+	CHECK(fstat(fd, &st) == 0);
+	*len = (size_t)st.st_size;
+	p = malloc(*len);
+	CHECK(p);
+	CHECK(pread(fd, p, *len, 0) == (ssize_t)*len);
+	close(fd);
+	return p;
+}
+
+static void happycache_raw_seeds(void)
+{
+	static const struct pc_run table[] = { { 0, 4 }, { 10, 1 }, { 12, 30 }, { 255, 2 } };
+	static const struct pc_run one[] = { { 7, 1 } };
+	const struct hc_file files[] = {
+		{ "db/table.ibd", table, 4 },
+		{ "log/0001", one, 1 },
+	};
+	static const char garbage[] = "not gzip";
+	uint8_t *p, *q;
+	size_t len;
+
+	p = hc_dump(files, 2, &len);
+	put_hc("valid-raw-dump", HC_RAW, p, len);
+	/* gzip members one after another read as one text */
+	q = malloc(2 * len + sizeof(garbage));
+	CHECK(q);
+	memcpy(q, p, len);
+	memcpy(q + len, p, len);
+	put_hc("valid-raw-two-members", HC_RAW, q, 2 * len);
+	/* zlib stops at bytes after a member that are not another one */
+	memcpy(q + len, garbage, sizeof(garbage) - 1);
+	put_hc("raw-trailing-garbage", HC_RAW, q, len + sizeof(garbage) - 1);
+	put_hc("bad-raw-truncated", HC_RAW, p, len / 2);
+	put_hc("bad-raw-no-length", HC_RAW, p, len - 4);
+	put_hc("bad-raw-header-only", HC_RAW, p, 10);
+	memcpy(q, p, len);
+	q[len - 8] ^= 0x01; /* the CRC-32 */
+	put_hc("bad-raw-crc", HC_RAW, q, len);
+	memcpy(q, p, len);
+	q[len - 4] ^= 0x01; /* ISIZE */
+	put_hc("bad-raw-length", HC_RAW, q, len);
+	memcpy(q, p, len);
+	q[2] = 9; /* a compression method that is not deflate */
+	put_hc("bad-raw-method", HC_RAW, q, len);
+	memcpy(q, p, len);
+	q[3] = 0x04; /* FEXTRA set, with no extra field there */
+	put_hc("raw-flags", HC_RAW, q, len);
+	free(q);
+	free(p);
+	put_hc("valid-raw-empty", HC_RAW, NULL, 0);
+	/* zlib reads a file that is not gzip as it is */
+	put_hc_text("raw-plain-text", HC_RAW, "./a\n3\n1\n");
+	/* (the writer's 2^20-page chunks take seconds to read back under
+	 * ASan: tests/test-fuzz-corpus.c checks them instead) */
+}
+
+static void happycache_text_seeds(void)
+{
+	static const struct { const char *name, *text; } texts[] = {
+		/* tests/test-snapshot-cli.py's file by hand */
+		{ "valid-by-hand", "./a\n3\n1\n1\n95\n./a\n200\n1\n/srv/data/b\n7\n2\n" },
+		/* a chunk that goes on, one that starts over, an empty one */
+		{ "valid-chunks", "./a\n5\n1\n./a\n9\n./a\n2\n1\n./a\n./a\n20\n./b\n" },
+		{ "valid-blank-lines", "\n\n./a\n\n0\n\n\n1\n\n" },
+		{ "valid-no-final-newline", "./a\n1\n2" },
+		{ "valid-leading-zeros", "./a\n0007\n0001\n./b\n000\n" },
+		{ "valid-empty-files", "./a\n./b\n./a\n./a\n6\n" },
+		/* path lines hold any bytes but NUL and newline; escapes are
+		 * just bytes, a newline in a path cannot be written */
+		{ "valid-odd-paths",
+		  "./a b\n1\n./tab\there\n1\n./back\\slash\\n\n1\n./caf\xc3\xa9\n1\n"
+		  "./\xff\xfe\n1\n./\xe2\x80\xaetxt.exe\n1\n./../../etc/shadow\n1\n"
+		  "/123\n1\n./\n1\n.//abs\n1\n./x\r\n1\n./%s%n\n2\n" },
+		{ "valid-empty", "" },
+		{ "bad-number-first", "12\n./a\n1\n" },
+		{ "bad-not-a-path", "./a\n1\na\n1\n" },
+		{ "bad-dot", "./a\n.\n" },
+		{ "bad-overflow", "./a\n999999999999999999999999999999\n" },
+		{ "bad-u64-max-plus-1", "./a\n18446744073709551616\n" },
+		{ "bad-u64-max", "./a\n18446744073709551615\n" },
+		{ "bad-delta-overflow", "./a\n1\n4611686018427387904\n" },
+		{ "bad-zero-delta", "./a\n1\n0\n" },
+		{ "bad-nul-in-path", "./a\0b\n1\n" },
+		{ "bad-nul-in-number", "./a\n1\0\n" },
+		{ "bad-signed", "./a\n+1\n" },
+		{ "bad-negative", "./a\n5\n-1\n" },
+		{ "bad-space", "./a\n 1\n" },
+		{ "bad-hex", "./a\n0x10\n" },
+		{ "bad-crlf", "./a\r\n1\r\n" },
+		{ "bad-after-chunk", "./a\n5\n./a\n9\n0\n" },
+		/* found by fuzz-happycache: a file left after its first run
+		 * with a second one being built, then the end; that run came
+		 * back from hc_next_run() after hc_next_file() said 0 */
+		{ "regress-run-after-end", "./z\n./a\n0\n2\n" },
+	};
+	uint64_t max_page = (uint64_t)INT64_MAX / (uint64_t)pc_page_size() - 1;
+	char *t = malloc(2 * HC_LINE_MAX + 64);
+	size_t len;
+
+	CHECK(t);
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+		/* bad-nul-*: the text holds a NUL */
+		len = strlen(texts[i].text);
+		if (strstr(texts[i].name, "nul"))
+			len += strlen(texts[i].text + len + 1) + 1;
+		put_hc(texts[i].name, HC_TEXT, texts[i].text, len);
+	}
+	/* the last page there is with this page size, and one past it
+	 * (named edge-: the answer depends on the page size) */
+	snprintf(t, 64, "./a\n%llu\n", (unsigned long long)max_page);
+	put_hc_text("edge-max-page", HC_TEXT, t);
+	snprintf(t, 64, "./a\n%llu\n", (unsigned long long)max_page + 1);
+	put_hc_text("edge-past-max-page", HC_TEXT, t);
+	snprintf(t, 64, "./a\n%llu\n1\n", (unsigned long long)max_page - 1);
+	put_hc_text("edge-max-page-by-delta", HC_TEXT, t);
+
+	/* the longest lines there are: "./" and "/" paths of HC_LINE_MAX
+	 * bytes; writing them back, the writer must refuse them (it once
+	 * wrote lines its own reader refused) */
+	len = 0;
+	memcpy(t, "./", 2);
+	memset(t + 2, 'p', HC_LINE_MAX - 2);
+	len += HC_LINE_MAX;
+	memcpy(t + len, "\n0\n/", 4);
+	len += 4;
+	memset(t + len, 'q', HC_LINE_MAX - 1);
+	len += HC_LINE_MAX - 1;
+	memcpy(t + len, "\n1\n", 3);
+	len += 3;
+	put_hc("valid-longest-lines", HC_TEXT, t, len);
+	/* one byte more */
+	memset(t, 'p', HC_LINE_MAX + 1);
+	memcpy(t, "./", 2);
+	memcpy(t + HC_LINE_MAX + 1, "\n1\n", 3);
+	put_hc("bad-too-long", HC_TEXT, t, HC_LINE_MAX + 4);
+	put_hc("bad-too-long-at-end", HC_TEXT, t, HC_LINE_MAX + 1);
+
+	/* lines across the reader's buffer boundary */
+	put_hc_text("valid-boundary-pages", HC_TEXT_AT(9), "./a\n1\n1\n22\n333\n4444\n1\n");
+	put_hc_text("valid-boundary-path", HC_TEXT_AT(0), "./across/the/boundary\n7\n");
+	put_hc_text("valid-boundary-newline", HC_TEXT_AT(4), "./ab\n\n3\n");
+	put_hc_text("bad-boundary-zero", HC_TEXT_AT(5), "./a\n1\n00\n");
+	free(t);
 }
 
 int main(int argc, char **argv)
@@ -533,5 +739,7 @@ int main(int argc, char **argv)
 	broken_seeds();
 	path_seeds();
 	text_seeds();
+	happycache_raw_seeds();
+	happycache_text_seeds();
 	return 0;
 }

@@ -11,6 +11,11 @@
  *                    and through a pipe the reader answers as from a memfd
  *   fuzz-path-check  0, -EINVAL or -ENAMETOOLONG
  *   fuzz-cli-text    0
+ *   fuzz-happycache  valid-* read to the end (0), bad-* fail with -EBADMSG,
+ *                    anything else one of the two; and through a pipe the
+ *                    reader answers as from a memfd
+ * And one check too slow for a fuzzer: the happycache writer's chunks of
+ * 2^20 pages read back as one file.
  * Usage: test-fuzz-corpus CORPUS_DIR (meson passes fuzz/corpus).
  */
 #include <check.h>
@@ -25,7 +30,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sys/mman.h>
+#include <zlib.h>
+
 #include "pagecache/pagecache.h"
+#include "snapcli.h"
 #include "fuzz.h"
 
 static const char *corpus_root;
@@ -203,6 +212,135 @@ START_TEST(cli_text_corpus)
 }
 END_TEST
 
+/* ---- the happycache reader ---- */
+
+/* Read every file and run from fd; the walk's end: 0 or -errno. */
+static int hc_walk(int fd)
+{
+	struct hc_reader *r;
+	const char *path;
+	struct pc_run run;
+	int ret;
+
+	ck_assert_int_eq(hc_reader_new(fd, &r), 0);
+	while ((ret = hc_next_file(r, &path)) > 0)
+		while ((ret = hc_next_run(r, &run)) > 0)
+			;
+	hc_reader_free(r);
+	return ret;
+}
+
+static int hc_walk_pipe(const uint8_t *data, size_t len)
+{
+	struct feeder feeder = { .data = data, .len = len };
+	pthread_t thread;
+	int fds[2], ret;
+
+	ck_assert_int_eq(pipe2(fds, O_CLOEXEC), 0);
+	feeder.fd = fds[1];
+	ck_assert_int_eq(pthread_create(&thread, NULL, feed, &feeder), 0);
+	ret = hc_walk(fds[0]);
+	close(fds[0]);
+	ck_assert_int_eq(pthread_join(thread, NULL), 0);
+	return ret;
+}
+
+START_TEST(happycache_corpus)
+{
+	size_t n, valid = 0, bad = 0;
+	struct input *in;
+
+	n = load("fuzz-happycache", &in);
+	for (size_t i = 0; i < n; i++) {
+		int ret = pc_fuzz_happycache(in[i].data, in[i].len);
+		uint8_t *file;
+		size_t len;
+
+		if (prefixed(in[i].name, "valid-")) {
+			ck_assert_msg(ret == 0, "%s: %d, expected 0", in[i].name, ret);
+			valid++;
+		} else if (prefixed(in[i].name, "bad-")) {
+			ck_assert_msg(ret == -EBADMSG, "%s: %d, expected -EBADMSG", in[i].name, ret);
+			bad++;
+		} else {
+			ck_assert_msg(ret == 0 || ret == -EBADMSG, "%s: %d", in[i].name, ret);
+		}
+		pc_fuzz_happycache_file(in[i].data, in[i].len, &file, &len);
+		ck_assert_msg(hc_walk_pipe(file, len) == ret,
+			      "%s: through a pipe the reader says otherwise", in[i].name);
+		free(file);
+	}
+	/* the seeds mkcorpus writes are all there */
+	ck_assert_uint_ge(valid, 15);
+	ck_assert_uint_ge(bad, 25);
+	unload(in, n);
+}
+END_TEST
+
+/* More than 2^20 pages of one file: the writer repeats the path line with
+ * the next page absolute, and the reader takes that chunk as the same
+ * file (the runs come back merged across it). */
+START_TEST(happycache_chunks)
+{
+	const struct pc_run runs[] = {
+		{ 3, HC_CHUNK_PAGES + 2 }, { 2 * HC_CHUNK_PAGES + 10, 5 },
+	};
+	struct hc_writer *w;
+	struct hc_reader *r;
+	struct pc_run run;
+	const char *path;
+	size_t len = 0, cap = 8 << 20, line = 0, paths = 0, wrong = 0;
+	char *text = malloc(cap), *p, *nl;
+	gzFile gz;
+	int fd = memfd_create("hc-chunks", MFD_CLOEXEC), n;
+
+	ck_assert(text && fd >= 0);
+	ck_assert_int_eq(hc_writer_new(fd, &w), 0);
+	ck_assert_int_eq(hc_write_runs(w, "big", runs, 2), 0);
+	ck_assert_int_eq(hc_writer_finish(w), 0);
+	hc_writer_free(w);
+
+	/* the text: "./big" again at line 2^20 + 2, then 3 + 2^20 */
+	ck_assert_int_eq(lseek(fd, 0, SEEK_SET), 0);
+	gz = gzdopen(fcntl(fd, F_DUPFD_CLOEXEC, 0), "rb");
+	ck_assert_ptr_nonnull(gz);
+	while ((n = gzread(gz, text + len, (unsigned int)(cap - len))) > 0)
+		len += (size_t)n;
+	ck_assert_int_eq(n, 0);
+	ck_assert_uint_lt(len, cap);
+	gzclose_r(gz);
+	/* (no ck_assert per line: each one costs Check a message) */
+	for (p = text; p < text + len && (nl = memchr(p, '\n', (size_t)(text + len - p)));
+	     p = nl + 1) {
+		line++;
+		if (nl - p == 5 && !memcmp(p, "./big", 5)) {
+			paths++;
+			wrong += line != 1 && line != HC_CHUNK_PAGES + 2;
+			wrong += line > 1 && strncmp(nl + 1, "1048579\n", 8);
+		}
+	}
+	ck_assert_ptr_eq(p, text + len);
+	ck_assert_uint_eq(wrong, 0);
+	ck_assert_uint_eq(paths, 2);
+	ck_assert_uint_eq(line, 2 + HC_CHUNK_PAGES + 2 + 5);
+
+	ck_assert_int_eq(lseek(fd, 0, SEEK_SET), 0);
+	ck_assert_int_eq(hc_reader_new(fd, &r), 0);
+	ck_assert_int_eq(hc_next_file(r, &path), 1);
+	ck_assert_str_eq(path, "./big");
+	for (size_t i = 0; i < 2; i++) {
+		ck_assert_int_eq(hc_next_run(r, &run), 1);
+		ck_assert_uint_eq(run.page, runs[i].page);
+		ck_assert_uint_eq(run.npages, runs[i].npages);
+	}
+	ck_assert_int_eq(hc_next_run(r, &run), 0);
+	ck_assert_int_eq(hc_next_file(r, &path), 0);
+	hc_reader_free(r);
+	close(fd);
+	free(text);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
 	Suite *s = suite_create("fuzz-corpus");
@@ -219,6 +357,8 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, snapshot_corpus);
 	tcase_add_test(tc, path_check_corpus);
 	tcase_add_test(tc, cli_text_corpus);
+	tcase_add_test(tc, happycache_corpus);
+	tcase_add_test(tc, happycache_chunks);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -628,6 +628,43 @@ def case_happycache_hostile(env):
         check(rc == 1 and b"gzip" in err, f"gzip cut at {cut}: exit {rc}: {err!r}")
 
 
+def case_happycache_long_path(env):
+    """A path longer than a snapshot can hold (the walk makes relative paths
+    past PATH_MAX) is left out of a happycache dump with a warning, as from
+    a native one, instead of writing a line the reader refuses."""
+    need_root()
+    t = env.path("t")
+    os.mkdir(t)
+    make_file(os.path.join(t, "short"), 4)
+    set_pattern(os.path.join(t, "short"), [0, 2])
+    fd = os.open(t, os.O_RDONLY | os.O_DIRECTORY)
+    rel = []
+    try:
+        for i in range(17):  # 17 * 252 bytes: past PC_SNAPSHOT_PATH_MAX
+            name = "d" * 250 + f"{i:02d}"
+            os.mkdir(name, dir_fd=fd)
+            nfd = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = nfd
+            rel.append(name)
+        lfd = os.open("long", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+        os.write(lfd, b"x" * PS)
+        os.close(lfd)
+    finally:
+        os.close(fd)
+    check(len("/".join(rel + ["long"])) > 4096, "the path is not long enough")
+    out = env.path("long.gz")
+    rc, doc, err = run_json(["dump", "--format=happycache", "-o", out, t])
+    check(rc == 0 and doc["not_written"] == 1 and doc["files"] == 1,
+          f"dump: exit {rc}: {doc} {err!r}")
+    check(b"path too long" in err, f"no warning: {err!r}")
+    check(max(len(l) for l in gzip.open(out).read().split(b"\n")) <= 4098, "a long line")
+    evict(os.path.join(t, "short"))
+    rc, doc, err = run_json(["restore", "--fast", "-q", "--root", t, out])
+    check(rc == 0 and resident_pages(os.path.join(t, "short")) == {0, 2},
+          f"restore: exit {rc}: {err!r}")
+
+
 def case_budget(env):
     need_root()
     t = env.path("t")
@@ -858,6 +895,7 @@ def case_usage_errors(env):
 
 CASES = [case_usage_errors, case_round_trip, case_identity_and_strict, case_hostile_snapshot,
          case_truncations, case_bit_flips, case_happycache_by_hand, case_happycache_hostile,
+         case_happycache_long_path,
          case_budget, case_nobody, case_diff_orders, case_stdout_and_stdin, case_atomic_dump]
 
 

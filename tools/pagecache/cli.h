@@ -262,6 +262,13 @@ int pipeline_finish(struct pipeline *p);
 /* The regular files process pid has open (/proc/PID/fd) or mapped
  * (/proc/PID/maps), each once, through walk_fd. Returns 0 or -ENOMEM. */
 int walk_pid(struct walk *w, const char *pid);
+/* One line of /proc/PID/maps, "start-end perms offset major:minor inode
+ * path", cut in place: five fields, each ended by one or more spaces
+ * (spaces before the first are skipped), then the path after its leading
+ * spaces (possibly empty). *range is the first field, *ino the fifth read
+ * as "%llu". Returns 0, or -EINVAL when a field is missing or the fifth
+ * does not start like a number. */
+int parse_map_line(char *line, char **range, ino_t *ino, char **path);
 
 /* ---- select.c: the options that choose files, shared by the commands
  * that walk (stat, evict, touch, lock) ---- */

@@ -219,10 +219,11 @@ static int on_file(void *ctx, int fd, const struct stat *st, const char *path, s
 			goto out;
 		}
 		ret = hc_write_runs(c->hw, c->rel.data, c->runs, nruns);
-		if (ret == -EINVAL) {
+		if (ret == -EINVAL || ret == -ENAMETOOLONG) {
 			c->not_written++;
-			warn_file(c, path, len, "left out: happycache's format cannot hold a "
-				  "newline in a path");
+			warn_file(c, path, len, "left out: %s", ret == -EINVAL ?
+				  "happycache's format cannot hold a newline in a path" :
+				  "path too long for a snapshot");
 			ret = 0;
 			goto out;
 		}

@@ -23,8 +23,6 @@
 
 #include "snapcli.h"
 
-#define HC_BUF (64 * 1024)
-
 enum { IT_END, IT_PAGE, IT_PATH };
 
 struct item {
@@ -307,6 +305,10 @@ int hc_next_file(struct hc_reader *r, const char **path)
 {
 	int ret;
 
+	/* what is left of the current file is skipped, a run being built
+	 * with it (else hc_next_run() handed it out after the end) */
+	r->have_run = false;
+	r->have_last = false;
 	for (;;) {
 		ret = get_item(r);
 		if (ret < 0)
@@ -320,8 +322,6 @@ int hc_next_file(struct hc_reader *r, const char **path)
 		/* pages of the current file that were not asked for */
 	}
 	memcpy(r->path, r->it.path, strlen(r->it.path) + 1);
-	r->have_last = false;
-	r->have_run = false;
 	r->file_done = false;
 	*path = r->path;
 	return 1;
@@ -355,6 +355,8 @@ int hc_next_run(struct hc_reader *r, struct pc_run *run)
 {
 	int ret;
 
+	if (r->err)
+		return r->err; /* sticky, also after hc_next_file() failed */
 	while (!r->file_done) {
 		ret = get_item(r);
 		if (ret < 0)
@@ -463,6 +465,10 @@ int hc_write_runs(struct hc_writer *w, const char *relpath, const struct pc_run 
 
 	if (strchr(relpath, '\n') || !*relpath)
 		return -EINVAL; /* a newline cannot be written in this format */
+	/* nor a line the reader refuses: "./" and the path within HC_LINE_MAX
+	 * (a walk's relative paths may be longer than PATH_MAX) */
+	if (strlen(relpath) > PC_SNAPSHOT_PATH_MAX)
+		return -ENAMETOOLONG;
 	if (n == 0)
 		return w->err;
 	ret = put_path(w, relpath);

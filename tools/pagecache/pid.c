@@ -69,8 +69,7 @@ static int open_fds(struct walk *w, const char *pid)
 	return ret;
 }
 
-/* One line of /proc/PID/maps: "start-end perms offset major:minor inode path" */
-static int parse_map_line(char *line, char **range, ino_t *ino, char **path)
+int parse_map_line(char *line, char **range, ino_t *ino, char **path)
 {
 	unsigned long long inode;
 	char *p = line, *f[5];

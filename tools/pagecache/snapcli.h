@@ -22,6 +22,9 @@ int snap_parse_format(const char *s, bool allow_auto, enum snap_format *out);
 #define HC_CHUNK_PAGES (UINT64_C(1) << 20)
 /* Longest line the reader accepts: "./", a path, the newline. */
 #define HC_LINE_MAX (PC_SNAPSHOT_PATH_MAX + 3)
+/* The reader's gzip buffer, and how much each of its gzread() calls asks
+ * for (the fuzz driver reads the same way to see the text it saw). */
+#define HC_BUF (64 * 1024)
 
 struct hc_reader;
 /* Reads from a dup of fd (the caller keeps fd). */
@@ -32,14 +35,18 @@ void hc_reader_free(struct hc_reader *r);
  * line that repeats the current file's path (a chunk of 2^20 pages) does
  * not start a new file when its pages carry on ascending. */
 int hc_next_file(struct hc_reader *r, const char **path);
-/* The next run of the current file (pages merged when consecutive). */
+/* The next run of the current file (pages merged when consecutive): 1,
+ * 0 at the file's end, or the reader's error. Errors are sticky: after
+ * one, both calls return it again. */
 int hc_next_run(struct hc_reader *r, struct pc_run *run);
 const char *hc_reader_error(const struct hc_reader *r, uint64_t *offset);
 
 struct hc_writer;
 /* Writes to a dup of fd (the caller keeps fd, and fsyncs it). */
 int hc_writer_new(int fd, struct hc_writer **out);
-/* One file: its runs, in pages; nothing is written for a file without. */
+/* One file: its runs, in pages; nothing is written for a file without.
+ * -EINVAL for a path that is empty or holds a newline, -ENAMETOOLONG for
+ * one longer than PC_SNAPSHOT_PATH_MAX (nothing written for either). */
 int hc_write_runs(struct hc_writer *w, const char *relpath, const struct pc_run *runs,
 		  size_t n);
 /* Flush and end the gzip stream; does not close fd. Returns 0 or -errno. */
