@@ -610,9 +610,9 @@ static void happycache_raw_seeds(void)
 	memcpy(q, p, len);
 	memcpy(q + len, p, len);
 	put_hc("valid-raw-two-members", HC_RAW, q, 2 * len);
-	/* zlib stops at bytes after a member that are not another one */
+	/* bytes after a member that are not another one: refused */
 	memcpy(q + len, garbage, sizeof(garbage) - 1);
-	put_hc("raw-trailing-garbage", HC_RAW, q, len + sizeof(garbage) - 1);
+	put_hc("bad-raw-trailing-garbage", HC_RAW, q, len + sizeof(garbage) - 1);
 	put_hc("bad-raw-truncated", HC_RAW, p, len / 2);
 	put_hc("bad-raw-no-length", HC_RAW, p, len - 4);
 	put_hc("bad-raw-header-only", HC_RAW, p, 10);
@@ -630,9 +630,10 @@ static void happycache_raw_seeds(void)
 	put_hc("raw-flags", HC_RAW, q, len);
 	free(q);
 	free(p);
-	put_hc("valid-raw-empty", HC_RAW, NULL, 0);
-	/* zlib reads a file that is not gzip as it is */
-	put_hc_text("raw-plain-text", HC_RAW, "./a\n3\n1\n");
+	/* an empty file is not a dump (happycache writes a member even for
+	 * nothing), and a file that is not gzip is not read as plain text */
+	put_hc("bad-raw-empty", HC_RAW, NULL, 0);
+	put_hc_text("bad-raw-plain-text", HC_RAW, "./a\n3\n1\n");
 	/* (the writer's 2^20-page chunks take seconds to read back under
 	 * ASan: tests/test-fuzz-corpus.c checks them instead) */
 }

@@ -11,10 +11,15 @@
  * numbers are checked for overflow, pages must ascend and stay below
  * INT64_MAX bytes, a number before any path is an error, and every error
  * names the line and its byte offset in the decompressed text (gzip's own
- * errors: the compressed offset). Memory: two fixed buffers.
+ * errors: the compressed offset). The gzip layer is strict: one or more
+ * whole gzip members and nothing else (zlib's gzread() would take a file
+ * that is not gzip as plain text, and drop without a word whatever follows
+ * a member that is not another member). Memory: fixed buffers.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +27,131 @@
 #include <zlib.h>
 
 #include "snapcli.h"
+
+/* ---- a strict gunzip over an fd ---- */
+
+struct hc_gunzip {
+	int fd;
+	z_stream z;
+	bool z_ready;
+	unsigned char in[HC_BUF];
+	uint64_t in_total;         /* compressed bytes read from fd */
+	uint64_t members;          /* members ended */
+	bool member_done;          /* the last inflate() ended a member */
+	bool eof;
+	int err;
+	char msg[128];
+	uint64_t err_offset;
+};
+
+static int gunzip_fail(struct hc_gunzip *g, const char *what)
+{
+	/* the compressed offset of the byte inflate() stopped at */
+	g->err_offset = g->in_total - g->z.avail_in;
+	snprintf(g->msg, sizeof(g->msg), "gzip: %s (at compressed byte %llu)", what,
+		 (unsigned long long)g->err_offset);
+	return g->err = -EBADMSG;
+}
+
+int hc_gunzip_new(int fd, struct hc_gunzip **out)
+{
+	struct hc_gunzip *g = calloc(1, sizeof(*g));
+
+	if (!g)
+		return -ENOMEM;
+	g->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (g->fd < 0) {
+		int err = -errno;
+
+		free(g);
+		return err;
+	}
+	/* 16 + 15: gzip members only, the largest window */
+	if (inflateInit2(&g->z, 16 + MAX_WBITS) != Z_OK) {
+		close(g->fd);
+		free(g);
+		return -ENOMEM;
+	}
+	g->z_ready = true;
+	*out = g;
+	return 0;
+}
+
+void hc_gunzip_free(struct hc_gunzip *g)
+{
+	if (!g)
+		return;
+	if (g->z_ready)
+		inflateEnd(&g->z);
+	close(g->fd);
+	free(g);
+}
+
+const char *hc_gunzip_error(const struct hc_gunzip *g, uint64_t *offset)
+{
+	if (g->err != -EBADMSG)
+		return NULL;
+	*offset = g->err_offset;
+	return g->msg;
+}
+
+ssize_t hc_gunzip_read(struct hc_gunzip *g, void *buf, size_t n)
+{
+	if (g->err)
+		return g->err;
+	if (g->eof || n == 0)
+		return 0;
+	if (n > UINT_MAX)
+		n = UINT_MAX;
+	g->z.next_out = buf;
+	g->z.avail_out = (uInt)n;
+	while (g->z.avail_out == n) {
+		int ret;
+
+		if (g->z.avail_in == 0) {
+			ssize_t got = read(g->fd, g->in, sizeof(g->in));
+
+			if (got < 0 && errno == EINTR)
+				continue;
+			if (got < 0)
+				return g->err = -errno;
+			if (got == 0) {
+				if (g->member_done) {
+					g->eof = true;
+					return 0;
+				}
+				return gunzip_fail(g, g->in_total == 0 ? "the file is empty, not gzip"
+						   : "the stream is cut short");
+			}
+			g->in_total += (uint64_t)got;
+			g->z.next_in = g->in;
+			g->z.avail_in = (uInt)got;
+		}
+		if (g->member_done) {
+			/* more bytes after a member: another member, or an error */
+			if (inflateReset(&g->z) != Z_OK)
+				return gunzip_fail(g, "inflateReset failed");
+			g->member_done = false;
+		}
+		ret = inflate(&g->z, Z_NO_FLUSH);
+		if (ret == Z_STREAM_END) {
+			g->member_done = true;
+			g->members++;
+		} else if (ret == Z_DATA_ERROR && g->members > 0 &&
+			   g->z.total_in <= 2 && g->z.total_out == 0) {
+			return gunzip_fail(g, "bytes after the last gzip member that are not another member");
+		} else if (ret == Z_DATA_ERROR) {
+			return gunzip_fail(g, g->z.msg ? g->z.msg : "corrupt stream");
+		} else if (ret == Z_MEM_ERROR) {
+			return g->err = -ENOMEM;
+		} else if (ret != Z_OK && ret != Z_BUF_ERROR) {
+			return gunzip_fail(g, g->z.msg ? g->z.msg : "corrupt stream");
+		}
+	}
+	return (ssize_t)(n - g->z.avail_out);
+}
+
+/* ---- the reader ---- */
 
 enum { IT_END, IT_PAGE, IT_PATH };
 
@@ -32,7 +162,7 @@ struct item {
 };
 
 struct hc_reader {
-	gzFile gz;
+	struct hc_gunzip *gz;
 	char buf[HC_BUF];
 	size_t pos, len;
 	uint64_t offset;           /* decompressed offset of buf[pos] */
@@ -83,24 +213,15 @@ static int fail(struct hc_reader *r, uint64_t offset, const char *fmt, ...)
 int hc_reader_new(int fd, struct hc_reader **out)
 {
 	struct hc_reader *r = calloc(1, sizeof(*r));
-	int dfd;
+	int ret;
 
 	if (!r)
 		return -ENOMEM;
-	dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-	if (dfd < 0) {
-		int err = -errno;
-
+	ret = hc_gunzip_new(fd, &r->gz);
+	if (ret < 0) {
 		free(r);
-		return err;
+		return ret;
 	}
-	r->gz = gzdopen(dfd, "rb");
-	if (!r->gz) {
-		close(dfd);
-		free(r);
-		return -ENOMEM;
-	}
-	gzbuffer(r->gz, HC_BUF);
 	r->max_page = (uint64_t)INT64_MAX / (uint64_t)pc_page_size() - 1;
 	r->file_done = true;
 	*out = r;
@@ -111,7 +232,7 @@ void hc_reader_free(struct hc_reader *r)
 {
 	if (!r)
 		return;
-	gzclose_r(r->gz);
+	hc_gunzip_free(r->gz);
 	free(r);
 }
 
@@ -123,38 +244,28 @@ const char *hc_reader_error(const struct hc_reader *r, uint64_t *offset)
 	return r->msg;
 }
 
-static int gz_fail(struct hc_reader *r)
-{
-	int zerr;
-	const char *m = gzerror(r->gz, &zerr);
-	long long off = (long long)gzoffset(r->gz);
-
-	if (zerr == Z_ERRNO)
-		return r->err = -EIO;
-	return fail(r, (uint64_t)(off > 0 ? off : 0), "gzip: %s (at compressed byte %lld)",
-		    m && *m ? m : "corrupt stream", off);
-}
-
 static int fill(struct hc_reader *r)
 {
-	int n, zerr;
+	ssize_t n;
 
 	if (r->eof)
 		return 0;
-	n = gzread(r->gz, r->buf, HC_BUF);
+	n = hc_gunzip_read(r->gz, r->buf, HC_BUF);
+	if (n == -EBADMSG) {
+		uint64_t off = 0;
+		const char *m = hc_gunzip_error(r->gz, &off);
+
+		return fail(r, off, "%s", m);
+	}
 	if (n < 0)
-		return gz_fail(r);
+		return r->err = (int)n;
 	if (n == 0) {
-		/* a stream cut short reads as its end, with an error set */
-		gzerror(r->gz, &zerr);
-		if (zerr != Z_OK && zerr != Z_STREAM_END)
-			return gz_fail(r);
 		r->eof = true;
 		return 0;
 	}
 	r->pos = 0;
 	r->len = (size_t)n;
-	return n;
+	return (int)n;
 }
 
 /* The next line into r->line (without its newline): 1, 0 at the end. */

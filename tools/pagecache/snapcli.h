@@ -22,9 +22,20 @@ int snap_parse_format(const char *s, bool allow_auto, enum snap_format *out);
 #define HC_CHUNK_PAGES (UINT64_C(1) << 20)
 /* Longest line the reader accepts: "./", a path, the newline. */
 #define HC_LINE_MAX (PC_SNAPSHOT_PATH_MAX + 3)
-/* The reader's gzip buffer, and how much each of its gzread() calls asks
- * for (the fuzz driver reads the same way to see the text it saw). */
+/* The reader's buffers, and how much each of its hc_gunzip_read() calls
+ * asks for (the fuzz driver reads the same way to see the text it saw). */
 #define HC_BUF (64 * 1024)
+
+/* A strict gunzip: one or more whole gzip members, nothing else before,
+ * between or after them. Reads a dup of fd (the caller keeps fd). */
+struct hc_gunzip;
+int hc_gunzip_new(int fd, struct hc_gunzip **out);
+void hc_gunzip_free(struct hc_gunzip *g);
+/* Up to n bytes of text (at least 1 unless at the end): > 0, 0 at the
+ * clean end, -EBADMSG (hc_gunzip_error() says why, "gzip: ...", with the
+ * compressed offset) or -errno. Errors are sticky. */
+ssize_t hc_gunzip_read(struct hc_gunzip *g, void *buf, size_t n);
+const char *hc_gunzip_error(const struct hc_gunzip *g, uint64_t *offset);
 
 struct hc_reader;
 /* Reads from a dup of fd (the caller keeps fd). */
