@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "opts.h"
 #include "pc-private.h"
 
@@ -49,6 +50,9 @@ struct warm {
 	uint64_t budget;         /* bytes left; UINT64_MAX: no limit */
 	uint64_t done;           /* bytes read or queued */
 	int hidden;              /* the kernel hides residency: read everything */
+	struct pc_backend *b;    /* the kernel, for cachestat and pc_residency_on() */
+	struct pc_bfile *bf;     /* fd, wrapped once for every batch */
+	int counts_failed;       /* cachestat refused here: pc_residency alone */
 	int use_fadvise;         /* readahead(2) refused this file */
 	/* the batch */
 	struct pc_run batch[PC_WARM_BATCH_RUNS];
@@ -227,10 +231,32 @@ static int warm_batch(struct warm *w)
 	struct pc_residency *r = NULL;
 	uint64_t first = w->batch[0].page;
 	uint64_t last = w->batch[w->nbatch - 1].page + w->batch[w->nbatch - 1].npages;
-	int ret = 0;
+	int ret = 0, uniform = 0;
 
-	if (!w->hidden) {
-		ret = pc_residency(w->fd, first * w->ps, (last - first) * w->ps, 0, &r);
+	if (!w->hidden && !w->counts_failed) {
+		/* cachestat first: a span with nothing or everything cached (a
+		 * whole evicted file, a second restore) needs no bitmap, no
+		 * mincore gate probe; its answer is the truth when it is given
+		 * (its own gate says EPERM, and the backend refuses it where it
+		 * counts the wrong mapping, on overlayfs). pc_residency() takes
+		 * uniform chunks from it the same way. */
+		struct pc_cachestat cs;
+
+		ret = w->b->ops->cachestat(w->b, w->bf, first * w->ps, (last - first) * w->ps, 0,
+					   &cs);
+		if (ret < 0) {
+			w->counts_failed = 1;
+		} else if (cs.cache == 0) {
+			uniform = 1;
+		} else if (cs.cache >= last - first) {
+			for (size_t i = 0; i < w->nbatch; i++)
+				w->st.pages_resident += w->batch[i].npages;
+			w->nbatch = 0;
+			return 0;
+		}
+	}
+	if (!w->hidden && !uniform) {
+		ret = pc_residency_on(w->b, w->bf, first * w->ps, (last - first) * w->ps, 0, &r);
 		if (ret < 0)
 			return ret;
 		if (pc_residency_quality(r) == PC_QUALITY_UNKNOWN) {
@@ -419,6 +445,10 @@ static int warm_setup(struct warm *w, int fd, const struct pc_warm_opts *opts)
 	if (ret < 0)
 		return ret;
 	w->eof_page = pc_div_round_up(w->size, w->ps);
+	w->b = pc_kernel_backend();
+	ret = pc_kernel_bfile_wrap(fd, &w->bf);
+	if (ret < 0)
+		return ret;
 	if (w->o.strategy == PC_WARM_IO_URING) {
 		ret = pc_detect_io_uring();
 		if (ret < 0)
@@ -473,6 +503,8 @@ static int64_t warm_run(int fd, struct warm_source *src, const struct pc_warm_op
 		progress(w);
 	}
 	pc_opts_out(stats, &w->st, sizeof(w->st));
+	if (w->bf)
+		w->b->ops->close(w->b, w->bf);
 	if (w->read_fd != fd)
 		close(w->read_fd);
 	free(w->buf);

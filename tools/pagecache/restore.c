@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -35,6 +36,7 @@
 #define WATCH_SLOTS 8
 #define CHANGED_NAMES 20
 #define WARN_LIMIT 10
+#define PRECHECK_RUNS 8 /* runs per file measure() asks cachestat about */
 
 enum stop { STOP_NONE, STOP_BUDGET, STOP_EVICTING, STOP_SIGNAL };
 
@@ -134,6 +136,11 @@ struct restore {
 	uint64_t retried;          /* pages read again by settle() */
 	uint8_t *state;            /* per logged file: FILE_* (measure()) */
 	size_t nstate;
+	/* the fds of the first logged files, kept for measure() and rewarm()
+	 * (a reopen beneath the root costs as much as the warming itself) */
+	int *kept;                 /* by place in the log; -1: none */
+	size_t nkept, kept_max;    /* slots, the most slots (RLIMIT_NOFILE) */
+	bool cachestat_ok;         /* false: cachestat(2) is missing (ENOSYS) */
 	double last_watch_add;
 	const char *gentle;
 };
@@ -360,6 +367,81 @@ static void on_progress(uint64_t bytes_done, void *arg)
 enum { FILE_PENDING, FILE_COMPLETE, FILE_UNKNOWN, FILE_GONE };
 
 static int set_state(struct restore *c, size_t i, int state);
+
+/* The fds kept: as many as RLIMIT_NOFILE allows (raised to its hard limit)
+ * with room left for the rest, at most KEPT_MAX. */
+#define KEPT_MAX 65536
+#define KEPT_SPARE 256
+
+static void kept_init(struct restore *c)
+{
+	struct rlimit rl;
+
+	c->kept_max = 0;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur > KEPT_SPARE)
+		c->kept_max = rl.rlim_cur - KEPT_SPARE > KEPT_MAX ? KEPT_MAX
+			: (size_t)(rl.rlim_cur - KEPT_SPARE);
+}
+
+/* Keep fd as logged file i's, or close it. */
+static void keep_fd(struct restore *c, size_t i, int fd)
+{
+	if (i >= c->kept_max) {
+		close(fd);
+		return;
+	}
+	if (i >= c->nkept) {
+		size_t cap = c->nkept ? c->nkept * 2 : 1024;
+		int *k;
+
+		while (cap <= i)
+			cap *= 2;
+		if (cap > c->kept_max)
+			cap = c->kept_max;
+		k = realloc(c->kept, cap * sizeof(*k));
+		if (!k) {
+			close(fd);
+			return;
+		}
+		for (size_t j = c->nkept; j < cap; j++)
+			k[j] = -1;
+		c->kept = k;
+		c->nkept = cap;
+	}
+	if (c->kept[i] >= 0)
+		close(c->kept[i]);
+	c->kept[i] = fd;
+}
+
+static int kept_fd(const struct restore *c, size_t i)
+{
+	return i < c->nkept ? c->kept[i] : -1;
+}
+
+static void drop_fd(struct restore *c, size_t i)
+{
+	if (i < c->nkept && c->kept[i] >= 0) {
+		close(c->kept[i]);
+		c->kept[i] = -1;
+	}
+}
+
+static void kept_free(struct restore *c)
+{
+	for (size_t i = 0; i < c->nkept; i++)
+		if (c->kept[i] >= 0)
+			close(c->kept[i]);
+	free(c->kept);
+	c->kept = NULL;
+	c->nkept = 0;
+}
 
 /* The log lives in memory (a memfd: no /tmp needed, gone at exit). */
 static FILE *log_open(void)
@@ -677,14 +759,19 @@ static int restore_in_order(struct restore *c)
 			if (!more || ret < 0)
 				break;
 		}
-		close(fd);
-		if (ret < 0)
+		if (ret < 0) {
+			close(fd);
 			break;
+		}
 		ret = log_end(c);
 		/* every page was resident when pc_warm() looked: the final
 		 * measurement need not open this file again */
-		if (ret == 0 && c->file_logged == c->file_seen)
+		if (ret == 0 && c->file_logged == c->file_seen) {
+			close(fd);
 			ret = set_state(c, c->files_restored - 1, FILE_COMPLETE);
+		} else {
+			keep_fd(c, c->files_restored - 1, fd);
+		}
 		if (ret < 0)
 			break;
 	}
@@ -1042,37 +1129,64 @@ static int measure(struct restore *c, uint64_t *wanted, uint64_t *resident, bool
 		struct pc_run run, res;
 		uint64_t fw = 0, fr = 0;
 		int state = file_state(c, i);
+		unsigned int precheck = 0;
+		bool opened = false;
 		struct stat st;
 		int fd;
 
 		if (n > PC_SNAPSHOT_PATH_MAX || fread(path, 1, n, c->log) != n)
 			return -EIO;
 		path[n] = '\0';
+		fd = -1;
 		if (state == FILE_PENDING) {
-			fd = beneath_open(&c->bn, path, &st);
-			state = FILE_GONE;
-			if (fd >= 0) {
-				if (pc_residency(fd, 0, 0, 0, &r) < 0)
-					r = NULL;
-				else if (pc_residency_quality(r) == PC_QUALITY_UNKNOWN)
-					state = FILE_UNKNOWN;
-				else
-					state = FILE_PENDING;
-				close(fd);
+			fd = kept_fd(c, i);
+			if (fd < 0) {
+				fd = beneath_open(&c->bn, path, &st);
+				opened = fd >= 0;
 			}
+			if (fd < 0)
+				state = FILE_GONE;
 		}
 		for (uint64_t prev = 0;;) {
 			int more = log_next(c, &prev, &run);
 
 			if (more < 0) {
 				pc_residency_free(r);
+				if (opened)
+					close(fd);
 				return -EIO;
 			}
 			if (!more)
 				break;
 			fw += run.npages;
-			if (!r || state != FILE_PENDING)
+			if (state != FILE_PENDING)
 				continue;
+			/* a run cachestat finds all present needs no bitmap (and
+			 * counts as pc_residency() would count it: present
+			 * includes pages still being read in); anything less, or
+			 * a file of many runs, is measured with pc_residency() */
+			if (!r && precheck++ < PRECHECK_RUNS && c->cachestat_ok) {
+				struct pc_cachestat cs;
+				int cret = pc_cachestat(fd, run.page * c->ps, run.npages * c->ps, &cs);
+
+				if (cret == -ENOSYS)
+					c->cachestat_ok = false;
+				if (cret == 0 && cs.cache >= run.npages) {
+					fr += run.npages;
+					continue;
+				}
+			}
+			if (!r) {
+				if (pc_residency(fd, 0, 0, 0, &r) < 0) {
+					r = NULL;
+					state = FILE_GONE;
+					continue;
+				}
+				if (pc_residency_quality(r) == PC_QUALITY_UNKNOWN) {
+					state = FILE_UNKNOWN;
+					continue;
+				}
+			}
 			for (uint64_t p = run.page; p < run.page + run.npages; p = res.page + res.npages) {
 				if (pc_residency_next_run(r, p, &res) <= 0 ||
 				    res.page >= run.page + run.npages)
@@ -1086,8 +1200,12 @@ static int measure(struct restore *c, uint64_t *wanted, uint64_t *resident, bool
 			}
 		}
 		pc_residency_free(r);
+		if (opened)
+			close(fd);
 		if (state == FILE_PENDING && fr == fw)
 			state = FILE_COMPLETE;
+		if (state != FILE_PENDING)
+			drop_fd(c, i);
 		if (state == FILE_COMPLETE)
 			fr = fw;
 		if (state == FILE_UNKNOWN)
@@ -1115,6 +1233,7 @@ static int rewarm(struct restore *c)
 		ret = -EIO;
 	for (size_t i = 0; ret == 0 && fread(&n, sizeof(n), 1, c->log) == 1; i++) {
 		struct stat st;
+		bool opened = false;
 		size_t k = 0;
 		int fd = -1;
 
@@ -1123,8 +1242,12 @@ static int rewarm(struct restore *c)
 			break;
 		}
 		path[n] = '\0';
-		if (file_state(c, i) == FILE_PENDING)
-			fd = beneath_open(&c->bn, path, &st);
+		if (file_state(c, i) == FILE_PENDING) {
+			fd = kept_fd(c, i);
+			opened = fd < 0;
+			if (opened)
+				fd = beneath_open(&c->bn, path, &st);
+		}
 		c->file_failed = fd < 0;
 		for (uint64_t prev = 0;;) {
 			struct pc_run run;
@@ -1144,7 +1267,7 @@ static int rewarm(struct restore *c)
 			if (!more)
 				break;
 		}
-		if (fd >= 0)
+		if (opened && fd >= 0)
 			close(fd);
 	}
 	free(batch);
@@ -1393,6 +1516,7 @@ int cmd_restore(int argc, char **argv)
 
 	for (unsigned int i = 0; i < WATCH_SLOTS; i++)
 		c.watch[i].fd = -1;
+	c.cachestat_ok = true;
 	c.fmt = SNAP_AUTO;
 	c.ps = (uint64_t)pc_page_size();
 	optind = 1;
@@ -1520,6 +1644,7 @@ int cmd_restore(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 
+	kept_init(&c);
 	progress_init(&c.progress, !c.quiet && !c.json && isatty(STDERR_FILENO));
 	c.start = now_seconds();
 	ret = c.physical ? restore_physical(&c) : restore_in_order(&c);
@@ -1545,6 +1670,7 @@ int cmd_restore(int argc, char **argv)
 	if (fflush(stdout) != 0 || ferror(stdout))
 		ret = PC_EXIT_FAILED;
 out:
+	kept_free(&c);
 	watch_free(&c);
 	snapsrc_free(c.src);
 	beneath_close(&c.bn);
