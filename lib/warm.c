@@ -55,7 +55,6 @@ struct warm {
 	int counts_failed;       /* cachestat refused here: pc_residency alone */
 	int use_fadvise;         /* readahead(2) refused this file */
 	/* the batch */
-	struct pc_run batch[PC_WARM_BATCH_RUNS];
 	size_t nbatch;
 	struct pc_run carry;     /* the rest of a run split at the window's end */
 	int has_carry;
@@ -67,6 +66,8 @@ struct warm {
 	void *buf;
 	unsigned int inflight;
 	int io_err;
+	size_t batch_cap;        /* at most PC_WARM_BATCH_RUNS: fewer for few runs */
+	struct pc_run batch[];
 };
 
 static int cancelled(const struct warm *w)
@@ -323,7 +324,7 @@ static int add_run(struct warm *w, struct pc_run run)
 
 		/* a batch spans at most one window and holds at most BATCH runs */
 		if (w->nbatch && (run.page - w->batch[0].page >= w->window ||
-				  w->nbatch == PC_WARM_BATCH_RUNS)) {
+				  w->nbatch == w->batch_cap)) {
 			ret = warm_batch(w);
 			if (ret < 0 || w->st.budget_exhausted)
 				return ret;
@@ -472,13 +473,17 @@ static int warm_setup(struct warm *w, int fd, const struct pc_warm_opts *opts)
 static int64_t warm_run(int fd, struct warm_source *src, const struct pc_warm_opts *opts,
 			struct pc_warm_stats *stats)
 {
-	struct warm *w = calloc(1, sizeof(*w));
+	/* a small file's few runs need no room for a thousand */
+	size_t cap = src->runs && src->n < PC_WARM_BATCH_RUNS ? (src->n ? src->n : 1)
+		: PC_WARM_BATCH_RUNS;
+	struct warm *w = calloc(1, sizeof(*w) + cap * sizeof(w->batch[0]));
 	struct pc_run run;
 	int64_t done;
 	int ret;
 
 	if (!w)
 		return -ENOMEM;
+	w->batch_cap = cap;
 	w->fd = fd;
 	w->read_fd = fd;
 	ret = warm_setup(w, fd, opts);
