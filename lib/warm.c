@@ -3,7 +3,8 @@
  * pc_warm(): bring recorded runs of a file back into the page cache.
  * Runs are taken in batches that span at most a window of the file; each
  * batch's residency is checked right before it is read, so only the holes
- * (wanted, not resident) are read. Holes go out as readahead(2) calls of at
+ * (wanted, not resident) are read: cachestat first (nothing or everything
+ * present needs no bitmap), pc_residency_on() for a mixed span. Holes go out as readahead(2) calls of at
  * most a chunk each (one call brings at most ~8 MiB: KERNEL.md section 7)
  * or as io_uring reads at a bounded queue depth into one scratch buffer
  * (the data is not wanted, only its trip through the page cache).

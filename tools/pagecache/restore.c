@@ -10,7 +10,8 @@
  * measurement of the wanted pages' residency can read it again whatever
  * the snapshot's size, even from a pipe. --order=physical is the exception:
  * it holds every run of the snapshot (24 bytes each) to sort them by their
- * place on the disk (FIEMAP).
+ * place on the disk (FIEMAP). Small files go in batches to up to four
+ * threads (open, identity, pc_warm()); the main thread counts them in order.
  */
 #include <errno.h>
 #include <fcntl.h>
