@@ -3,7 +3,8 @@
  * pc_warm(): bring recorded runs of a file back into the page cache.
  * Runs are taken in batches that span at most a window of the file; each
  * batch's residency is checked right before it is read, so only the holes
- * (wanted, not resident) are read. Holes go out as readahead(2) calls of at
+ * (wanted, not resident) are read: cachestat first (nothing or everything
+ * present needs no bitmap), pc_residency_on() for a mixed span. Holes go out as readahead(2) calls of at
  * most a chunk each (one call brings at most ~8 MiB: KERNEL.md section 7)
  * or as io_uring reads at a bounded queue depth into one scratch buffer
  * (the data is not wanted, only its trip through the page cache).
@@ -17,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "opts.h"
 #include "pc-private.h"
 
@@ -49,9 +51,11 @@ struct warm {
 	uint64_t budget;         /* bytes left; UINT64_MAX: no limit */
 	uint64_t done;           /* bytes read or queued */
 	int hidden;              /* the kernel hides residency: read everything */
+	struct pc_backend *b;    /* the kernel, for cachestat and pc_residency_on() */
+	struct pc_bfile *bf;     /* fd, wrapped once for every batch */
+	int counts_failed;       /* cachestat refused here: pc_residency alone */
 	int use_fadvise;         /* readahead(2) refused this file */
 	/* the batch */
-	struct pc_run batch[PC_WARM_BATCH_RUNS];
 	size_t nbatch;
 	struct pc_run carry;     /* the rest of a run split at the window's end */
 	int has_carry;
@@ -63,6 +67,8 @@ struct warm {
 	void *buf;
 	unsigned int inflight;
 	int io_err;
+	size_t batch_cap;        /* at most PC_WARM_BATCH_RUNS: fewer for few runs */
+	struct pc_run batch[];
 };
 
 static int cancelled(const struct warm *w)
@@ -227,10 +233,32 @@ static int warm_batch(struct warm *w)
 	struct pc_residency *r = NULL;
 	uint64_t first = w->batch[0].page;
 	uint64_t last = w->batch[w->nbatch - 1].page + w->batch[w->nbatch - 1].npages;
-	int ret = 0;
+	int ret = 0, uniform = 0;
 
-	if (!w->hidden) {
-		ret = pc_residency(w->fd, first * w->ps, (last - first) * w->ps, 0, &r);
+	if (!w->hidden && !w->counts_failed) {
+		/* cachestat first: a span with nothing or everything cached (a
+		 * whole evicted file, a second restore) needs no bitmap, no
+		 * mincore gate probe; its answer is the truth when it is given
+		 * (its own gate says EPERM, and the backend refuses it where it
+		 * counts the wrong mapping, on overlayfs). pc_residency() takes
+		 * uniform chunks from it the same way. */
+		struct pc_cachestat cs;
+
+		ret = w->b->ops->cachestat(w->b, w->bf, first * w->ps, (last - first) * w->ps, 0,
+					   &cs);
+		if (ret < 0) {
+			w->counts_failed = 1;
+		} else if (cs.cache == 0) {
+			uniform = 1;
+		} else if (cs.cache >= last - first) {
+			for (size_t i = 0; i < w->nbatch; i++)
+				w->st.pages_resident += w->batch[i].npages;
+			w->nbatch = 0;
+			return 0;
+		}
+	}
+	if (!w->hidden && !uniform) {
+		ret = pc_residency_on(w->b, w->bf, first * w->ps, (last - first) * w->ps, 0, &r);
 		if (ret < 0)
 			return ret;
 		if (pc_residency_quality(r) == PC_QUALITY_UNKNOWN) {
@@ -297,7 +325,7 @@ static int add_run(struct warm *w, struct pc_run run)
 
 		/* a batch spans at most one window and holds at most BATCH runs */
 		if (w->nbatch && (run.page - w->batch[0].page >= w->window ||
-				  w->nbatch == PC_WARM_BATCH_RUNS)) {
+				  w->nbatch == w->batch_cap)) {
 			ret = warm_batch(w);
 			if (ret < 0 || w->st.budget_exhausted)
 				return ret;
@@ -419,6 +447,10 @@ static int warm_setup(struct warm *w, int fd, const struct pc_warm_opts *opts)
 	if (ret < 0)
 		return ret;
 	w->eof_page = pc_div_round_up(w->size, w->ps);
+	w->b = pc_kernel_backend();
+	ret = pc_kernel_bfile_wrap(fd, &w->bf);
+	if (ret < 0)
+		return ret;
 	if (w->o.strategy == PC_WARM_IO_URING) {
 		ret = pc_detect_io_uring();
 		if (ret < 0)
@@ -442,13 +474,17 @@ static int warm_setup(struct warm *w, int fd, const struct pc_warm_opts *opts)
 static int64_t warm_run(int fd, struct warm_source *src, const struct pc_warm_opts *opts,
 			struct pc_warm_stats *stats)
 {
-	struct warm *w = calloc(1, sizeof(*w));
+	/* a small file's few runs need no room for a thousand */
+	size_t cap = src->runs && src->n < PC_WARM_BATCH_RUNS ? (src->n ? src->n : 1)
+		: PC_WARM_BATCH_RUNS;
+	struct warm *w = calloc(1, sizeof(*w) + cap * sizeof(w->batch[0]));
 	struct pc_run run;
 	int64_t done;
 	int ret;
 
 	if (!w)
 		return -ENOMEM;
+	w->batch_cap = cap;
 	w->fd = fd;
 	w->read_fd = fd;
 	ret = warm_setup(w, fd, opts);
@@ -473,6 +509,8 @@ static int64_t warm_run(int fd, struct warm_source *src, const struct pc_warm_op
 		progress(w);
 	}
 	pc_opts_out(stats, &w->st, sizeof(w->st));
+	if (w->bf)
+		w->b->ops->close(w->b, w->bf);
 	if (w->read_fd != fd)
 		close(w->read_fd);
 	free(w->buf);

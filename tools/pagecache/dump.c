@@ -158,6 +158,21 @@ static int collect_runs(struct dump_ctx *c, const struct pc_residency *r, size_t
 	uint64_t p = pc_residency_first_page(r);
 
 	*n = 0;
+	/* a count-only result: none resident, or one run of them all */
+	if (pc_residency_resident(r) == pc_residency_npages(r) && pc_residency_npages(r) &&
+	    pc_residency_quality(r) != PC_QUALITY_UNKNOWN &&
+	    pc_residency_next_run(r, p, &run) == -ENODATA) {
+		run = (struct pc_run){ p, pc_residency_npages(r) };
+		p = run.page + run.npages;
+		if (!c->capruns) {
+			c->runs = malloc(1024 * sizeof(*c->runs));
+			if (!c->runs)
+				return -ENOMEM;
+			c->capruns = 1024;
+		}
+		c->runs[(*n)++] = run;
+		return 0;
+	}
 	while (pc_residency_next_run(r, p, &run) > 0) {
 		if (*n == c->capruns) {
 			size_t cap = c->capruns ? c->capruns * 2 : 1024;
@@ -195,7 +210,22 @@ static int on_file(void *ctx, int fd, const struct stat *st, const char *path, s
 	}
 	if (len < c->arglen || relative_path(c, path, len) < 0)
 		return -ENOMEM;
-	ret = pc_residency(fd, 0, 0, c->res_flags, &r);
+	/* counts first: a file with none or all of its pages resident (most
+	 * of a data directory's files) needs no bitmap, and cachestat gives
+	 * that without mmap and mincore; a mixed file is scanned again with
+	 * the bitmap. Where cachestat cannot answer, pc_residency() takes its
+	 * usual way (and that answer is kept when it has no runs to lose).
+	 * Not with --allow-perturb: a second probe would see the pages the
+	 * first one cached. */
+	ret = pc_residency(fd, 0, 0, c->res_flags | (c->res_flags & PC_RES_ALLOW_PERTURB ? 0 :
+						     PC_RES_COUNT_ONLY), &r);
+	if (ret == 0 && !(c->res_flags & PC_RES_ALLOW_PERTURB) &&
+	    pc_residency_quality(r) != PC_QUALITY_UNKNOWN &&
+	    pc_residency_resident(r) != 0 && pc_residency_resident(r) != pc_residency_npages(r)) {
+		pc_residency_free(r);
+		r = NULL;
+		ret = pc_residency(fd, 0, 0, c->res_flags, &r);
+	}
 	if (ret < 0)
 		return ret;
 	ret = collect_runs(c, r, &nruns);

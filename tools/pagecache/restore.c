@@ -10,13 +10,15 @@
  * measurement of the wanted pages' residency can read it again whatever
  * the snapshot's size, even from a pipe. --order=physical is the exception:
  * it holds every run of the snapshot (24 bytes each) to sort them by their
- * place on the disk (FIEMAP).
+ * place on the disk (FIEMAP). Small files go in batches to up to four
+ * threads (open, identity, pc_warm()); the main thread counts them in order.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <linux/fiemap.h>
 #include <linux/fs.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -24,8 +26,10 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,6 +39,7 @@
 #define WATCH_SLOTS 8
 #define CHANGED_NAMES 20
 #define WARN_LIMIT 10
+#define PRECHECK_RUNS 8 /* runs per file measure() asks cachestat about */
 
 enum stop { STOP_NONE, STOP_BUDGET, STOP_EVICTING, STOP_SIGNAL };
 
@@ -134,6 +139,12 @@ struct restore {
 	uint64_t retried;          /* pages read again by settle() */
 	uint8_t *state;            /* per logged file: FILE_* (measure()) */
 	size_t nstate;
+	/* the fds of the first logged files, kept for measure() and rewarm()
+	 * (a reopen beneath the root costs as much as the warming itself) */
+	int *kept;                 /* by place in the log; -1: none */
+	size_t nkept, kept_max;    /* slots, the most slots (RLIMIT_NOFILE) */
+	bool cachestat_ok;         /* false: cachestat(2) is missing (ENOSYS) */
+	bool nowait_ok;            /* false: RWF_NOWAIT reads refused here */
 	double last_watch_add;
 	const char *gentle;
 };
@@ -361,6 +372,81 @@ enum { FILE_PENDING, FILE_COMPLETE, FILE_UNKNOWN, FILE_GONE };
 
 static int set_state(struct restore *c, size_t i, int state);
 
+/* The fds kept: as many as RLIMIT_NOFILE allows (raised to its hard limit)
+ * with room left for the rest, at most KEPT_MAX. */
+#define KEPT_MAX 65536
+#define KEPT_SPARE 256
+
+static void kept_init(struct restore *c)
+{
+	struct rlimit rl;
+
+	c->kept_max = 0;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur > KEPT_SPARE)
+		c->kept_max = rl.rlim_cur - KEPT_SPARE > KEPT_MAX ? KEPT_MAX
+			: (size_t)(rl.rlim_cur - KEPT_SPARE);
+}
+
+/* Keep fd as logged file i's, or close it. */
+static void keep_fd(struct restore *c, size_t i, int fd)
+{
+	if (i >= c->kept_max) {
+		close(fd);
+		return;
+	}
+	if (i >= c->nkept) {
+		size_t cap = c->nkept ? c->nkept * 2 : 1024;
+		int *k;
+
+		while (cap <= i)
+			cap *= 2;
+		if (cap > c->kept_max)
+			cap = c->kept_max;
+		k = realloc(c->kept, cap * sizeof(*k));
+		if (!k) {
+			close(fd);
+			return;
+		}
+		for (size_t j = c->nkept; j < cap; j++)
+			k[j] = -1;
+		c->kept = k;
+		c->nkept = cap;
+	}
+	if (c->kept[i] >= 0)
+		close(c->kept[i]);
+	c->kept[i] = fd;
+}
+
+static int kept_fd(const struct restore *c, size_t i)
+{
+	return i < c->nkept ? c->kept[i] : -1;
+}
+
+static void drop_fd(struct restore *c, size_t i)
+{
+	if (i < c->nkept && c->kept[i] >= 0) {
+		close(c->kept[i]);
+		c->kept[i] = -1;
+	}
+}
+
+static void kept_free(struct restore *c)
+{
+	for (size_t i = 0; i < c->nkept; i++)
+		if (c->kept[i] >= 0)
+			close(c->kept[i]);
+	free(c->kept);
+	c->kept = NULL;
+	c->nkept = 0;
+}
+
 /* The log lives in memory (a memfd: no /tmp needed, gone at exit). */
 static FILE *log_open(void)
 {
@@ -467,6 +553,9 @@ static size_t clamp(struct restore *c, struct pc_run *runs, size_t n, uint64_t e
 	return k;
 }
 
+static int warm_account(struct restore *c, int fd, const char *rel, const struct pc_run *runs,
+			size_t n, int64_t got, const struct pc_warm_stats *stp);
+
 /* pc_warm() on runs (ascending, within the file) of fd. */
 static int warm(struct restore *c, int fd, const char *rel, const struct pc_run *runs, size_t n)
 {
@@ -487,6 +576,16 @@ static int warm(struct restore *c, int fd, const char *rel, const struct pc_run 
 	o.progress_arg = c;
 	o.cancel = &c->cancel;
 	got = pc_warm(fd, runs, n, &o, &st);
+	return warm_account(c, fd, rel, runs, n, got, &st);
+}
+
+/* What pc_warm() did for runs of fd: the counts, the budget, the notes,
+ * the eviction watch. */
+static int warm_account(struct restore *c, int fd, const char *rel, const struct pc_run *runs,
+			size_t n, int64_t got, const struct pc_warm_stats *stp)
+{
+	struct pc_warm_stats st = *stp;
+
 	c->file_seen += st.quality == PC_QUALITY_UNKNOWN ? 0 : st.pages_resident;
 	c->resident_before += st.pages_resident;
 	c->read += st.pages_read;
@@ -551,6 +650,8 @@ static const char *relative(struct restore *c, const char *path)
 	return path + n + 1;
 }
 
+static void open_failed(struct restore *c, const char *rel, int fd);
+
 /* Open a recorded file, or count why not: fd, or -1 when skipped. */
 static int open_file(struct restore *c, const struct snap_file *f, const char **relp,
 		     struct stat *st)
@@ -567,6 +668,13 @@ static int open_file(struct restore *c, const struct snap_file *f, const char **
 	fd = beneath_open(&c->bn, rel, st);
 	if (fd >= 0)
 		return fd;
+	open_failed(c, rel, fd);
+	return -1;
+}
+
+/* Count (and note) why rel could not be opened: fd is beneath_open's -errno. */
+static void open_failed(struct restore *c, const char *rel, int fd)
+{
 	switch (fd) {
 	case -ENOENT:
 		c->skipped[SKIP_MISSING]++;
@@ -592,7 +700,6 @@ static int open_file(struct restore *c, const struct snap_file *f, const char **
 		note(c, rel, "skipped: %s", strerror(-fd));
 		break;
 	}
-	return -1;
 }
 
 /* true when the file is the one recorded, or has no identity recorded */
@@ -611,21 +718,282 @@ static bool identity_ok(struct restore *c, const struct snap_file *f, const char
 	return false;
 }
 
+/* After the file is opened and its identity checked: log its runs (seed
+ * first, then the rest of the snapshot's), warm them in batches, keep fd. */
+static int restore_streaming(struct restore *c, const char *rel, int fd, const struct stat *st,
+			     struct pc_run *batch, size_t n)
+{
+	uint64_t eof_page = ((uint64_t)st->st_size + c->ps - 1) / c->ps;
+	bool more = true;
+	int ret;
+
+	c->files_restored++;
+	c->file_failed = false;
+	c->file_logged = c->file_seen = 0;
+	ret = log_path(c, rel);
+	while (ret == 0) {
+		if (more && n < BATCH_RUNS) {
+			int got = snapsrc_next_run(c->src, &batch[n]);
+
+			if (got < 0) {
+				ret = got;
+				break;
+			}
+			more = got > 0;
+			if (more) {
+				n++;
+				continue;
+			}
+		}
+		if (n) {
+			n = clamp(c, batch, n, eof_page);
+			for (size_t k = 0; k < n; k++)
+				c->file_logged += batch[k].npages;
+			ret = log_runs(c, batch, n);
+			if (ret == 0 && !c->stop)
+				ret = warm(c, fd, rel, batch, n);
+			n = 0;
+		}
+		if (!more)
+			break;
+	}
+	if (ret < 0) {
+		close(fd);
+		return ret;
+	}
+	ret = log_end(c);
+	/* every page was resident when pc_warm() looked: the final
+	 * measurement need not open this file again */
+	if (ret == 0 && c->file_logged == c->file_seen) {
+		close(fd);
+		ret = set_state(c, c->files_restored - 1, FILE_COMPLETE);
+	} else {
+		keep_fd(c, c->files_restored - 1, fd);
+	}
+	return ret;
+}
+
+/*
+ * Many small files: the opening beneath the root, the identity check and
+ * pc_warm() of up to JOB_FILES files (JOB_RUNS runs) at a time run on
+ * JOB_THREADS threads; the counting, notes and the log follow in the
+ * snapshot's order on the main thread, as if one thread had done it all.
+ * A batch runs on one thread, file by file and counted as it goes, when it
+ * could reach the budget, under --rate, or before the open method is known.
+ */
+#define JOB_FILES 256
+#define JOB_RUNS 4096
+#define JOB_THREADS 4
+
+struct job {
+	char *rel;
+	bool identity;
+	uint64_t size;
+	int64_t mtime_ns;
+	size_t run0, nruns;        /* in jobs.runs */
+	/* the worker's part */
+	int fd;                    /* or beneath_open's -errno; -ECANCELED: not reached */
+	struct stat st;
+	bool same;                 /* identity as recorded (or none recorded) */
+	uint64_t wanted, beyond;   /* pages, as clamp() counts them */
+	size_t nclamped;
+	bool warmed;
+	int64_t got;
+	struct pc_warm_stats ws;
+};
+
+struct jobs {
+	struct restore *c;
+	struct job job[JOB_FILES];
+	size_t n;
+	struct pc_run runs[JOB_RUNS];
+	size_t nruns;
+	uint64_t bound;            /* pages in the runs: the most it can read */
+	bool serial;
+	size_t next;               /* the next job to take (atomic) */
+};
+
+static void job_do(struct jobs *js, struct job *j)
+{
+	struct restore *c = js->c;
+	struct pc_run *runs = js->runs + j->run0;
+	struct pc_warm_opts o = { .size = sizeof(o) };
+	uint64_t eof_page;
+	size_t k = 0;
+
+	j->ws = (struct pc_warm_stats){ .size = sizeof(j->ws) };
+	if (c->stop || c->cancel || got_signal) {
+		j->fd = -ECANCELED;
+		return;
+	}
+	j->fd = beneath_open(&c->bn, j->rel, &j->st);
+	if (j->fd < 0)
+		return;
+	j->same = !j->identity || ((uint64_t)j->st.st_size == j->size &&
+		  (int64_t)j->st.st_mtim.tv_sec * 1000000000 + j->st.st_mtim.tv_nsec == j->mtime_ns);
+	if (!j->same && c->strict)
+		return;
+	/* clamp(), counted here and added up by the main thread */
+	eof_page = ((uint64_t)j->st.st_size + c->ps - 1) / c->ps;
+	for (size_t i = 0; i < j->nruns; i++) {
+		struct pc_run r = runs[i];
+
+		j->wanted += r.npages;
+		if (r.page >= eof_page) {
+			j->beyond += r.npages;
+			continue;
+		}
+		if (r.npages > eof_page - r.page) {
+			j->beyond += r.npages - (eof_page - r.page);
+			r.npages = eof_page - r.page;
+		}
+		runs[k++] = r;
+	}
+	j->nclamped = k;
+	if (!k)
+		return;
+	if (c->budget == 0)
+		return; /* the main thread stops */
+	o.strategy = c->strategy;
+	o.chunk_bytes = c->chunk;
+	o.max_bytes = c->budget == UINT64_MAX ? 0 : c->budget;
+	if (js->serial) {
+		o.progress = on_progress;
+		o.progress_arg = c;
+	}
+	o.cancel = &c->cancel;
+	j->got = pc_warm(j->fd, runs, k, &o, &j->ws);
+	j->warmed = true;
+}
+
+/* The main thread's part of a job, in the snapshot's order. */
+static int job_account(struct jobs *js, struct job *j)
+{
+	struct restore *c = js->c;
+	struct pc_run *runs = js->runs + j->run0;
+	struct snap_file f = { .path = j->rel, .identity = j->identity, .size = j->size,
+			       .mtime_ns = j->mtime_ns };
+	int ret;
+
+	if (j->fd == -ECANCELED) {
+		c->skipped[SKIP_NOT_REACHED]++;
+		return 0;
+	}
+	if (j->fd < 0) {
+		open_failed(c, j->rel, j->fd);
+		return 0;
+	}
+	if (!identity_ok(c, &f, j->rel, &j->st) && c->strict) {
+		close(j->fd);
+		return 0;
+	}
+	c->files_restored++;
+	c->file_failed = false;
+	c->file_logged = c->file_seen = 0;
+	c->wanted += j->wanted;
+	c->beyond_eof += j->beyond;
+	for (size_t k = 0; k < j->nclamped; k++)
+		c->file_logged += runs[k].npages;
+	ret = log_path(c, j->rel);
+	if (ret == 0)
+		ret = log_runs(c, runs, j->nclamped);
+	if (ret == 0 && j->warmed)
+		ret = warm_account(c, j->fd, j->rel, runs, j->nclamped, j->got, &j->ws);
+	else if (ret == 0 && j->nclamped && !c->stop && c->budget == 0)
+		c->stop = STOP_BUDGET;
+	if (ret == 0)
+		ret = log_end(c);
+	if (ret == 0 && c->file_logged == c->file_seen) {
+		close(j->fd);
+		ret = set_state(c, c->files_restored - 1, FILE_COMPLETE);
+	} else {
+		keep_fd(c, c->files_restored - 1, j->fd);
+	}
+	if (got_signal && !c->stop)
+		c->stop = STOP_SIGNAL;
+	return ret;
+}
+
+static void *job_worker(void *arg)
+{
+	struct jobs *js = arg;
+
+	for (;;) {
+		size_t i = __atomic_fetch_add(&js->next, 1, __ATOMIC_RELAXED);
+
+		if (i >= js->n)
+			return NULL;
+		job_do(js, &js->job[i]);
+	}
+}
+
+static int jobs_flush(struct jobs *js)
+{
+	struct restore *c = js->c;
+	pthread_t tid[JOB_THREADS];
+	size_t nt = 0, nthreads;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int ret = 0;
+
+	if (!js->n)
+		return 0;
+	nthreads = cpus < 1 ? 1 : cpus > JOB_THREADS ? JOB_THREADS : (size_t)cpus;
+	js->serial = nthreads == 1 || js->n == 1 || c->rate || c->bn.method == 0 ||
+		(c->budget != UINT64_MAX && js->bound > c->budget / c->ps);
+	if (js->serial) {
+		for (size_t i = 0; i < js->n && ret == 0; i++) {
+			job_do(js, &js->job[i]);
+			ret = job_account(js, &js->job[i]);
+		}
+	} else {
+		js->next = 0;
+		while (nt + 1 < nthreads && pthread_create(&tid[nt], NULL, job_worker, js) == 0)
+			nt++;
+		job_worker(js);
+		for (size_t i = 0; i < nt; i++)
+			pthread_join(tid[i], NULL);
+		for (size_t i = 0; i < js->n; i++) {
+			if (ret == 0)
+				ret = job_account(js, &js->job[i]);
+			else if (js->job[i].fd >= 0)
+				close(js->job[i].fd);
+		}
+	}
+	for (size_t i = 0; i < js->n; i++)
+		free(js->job[i].rel);
+	js->n = js->nruns = 0;
+	js->bound = 0;
+	return ret;
+}
+
+/* After an error: the batch's jobs were not run; forget them. */
+static void jobs_flush_drop(struct jobs *js)
+{
+	for (size_t i = 0; i < js->n; i++)
+		free(js->job[i].rel);
+	js->n = js->nruns = 0;
+}
+
 /* The snapshot in its order: one file, then the next. */
 static int restore_in_order(struct restore *c)
 {
 	struct pc_run *batch = malloc(BATCH_RUNS * sizeof(*batch));
+	struct jobs *js = calloc(1, sizeof(*js));
 	const struct snap_file *f;
 	int ret;
 
-	if (!batch)
+	if (!batch || !js) {
+		free(batch);
+		free(js);
 		return -ENOMEM;
+	}
+	js->c = c;
 	while ((ret = snapsrc_next_file(c->src, &f)) > 0) {
-		const char *rel = NULL;
-		struct stat st;
-		uint64_t eof_page;
-		size_t n = 0;
-		int fd;
+		const char *rel;
+		struct job *j;
+		size_t run0 = js->nruns;
+		bool fits = true;
+		int more;
 
 		c->files++;
 		if (got_signal && !c->stop)
@@ -642,53 +1010,82 @@ static int restore_in_order(struct restore *c)
 			c->skipped[SKIP_NOT_REACHED]++;
 			continue;
 		}
-		fd = open_file(c, f, &rel, &st);
-		if (fd < 0)
-			continue;
-		if (!identity_ok(c, f, rel, &st) && c->strict) {
-			close(fd);
+		rel = relative(c, f->path);
+		if (!rel) {
+			ret = jobs_flush(js); /* notes stay in the snapshot's order */
+			if (ret < 0)
+				break;
+			c->skipped[SKIP_REFUSED]++;
+			note(c, f->path, "refused: not beneath the root %s", c->root);
 			continue;
 		}
-		c->files_restored++;
-		c->file_failed = false;
-		c->file_logged = c->file_seen = 0;
-		eof_page = ((uint64_t)st.st_size + c->ps - 1) / c->ps;
-		ret = log_path(c, rel);
-		for (;;) {
-			int more = 0;
+		/* its runs, into the batch while they fit */
+		while ((more = snapsrc_next_run(c->src, &js->runs[js->nruns])) > 0) {
+			js->bound += js->runs[js->nruns].npages;
+			if (++js->nruns == JOB_RUNS) {
+				fits = false;
+				break;
+			}
+		}
+		if (more < 0) {
+			ret = more;
+			break;
+		}
+		if (fits) {
+			j = &js->job[js->n];
+			memset(j, 0, sizeof(*j));
+			j->rel = strdup(rel);
+			if (!j->rel) {
+				ret = -ENOMEM;
+				break;
+			}
+			j->identity = f->identity;
+			j->size = f->size;
+			j->mtime_ns = f->mtime_ns;
+			j->run0 = run0;
+			j->nruns = js->nruns - run0;
+			if (++js->n == JOB_FILES || js->nruns == JOB_RUNS)
+				ret = jobs_flush(js);
+			if (ret < 0)
+				break;
+			continue;
+		}
+		/* a file of many runs: the batch first, then this file alone,
+		 * from the runs read so far */
+		{
+			size_t n = js->nruns - run0;
+			struct stat st;
+			int fd;
 
-			if (ret == 0)
-				more = snapsrc_next_run(c->src, &batch[n]);
-			if (more < 0) {
-				ret = more;
+			memcpy(batch, js->runs + run0, n * sizeof(*batch));
+			js->nruns = run0;
+			ret = jobs_flush(js);
+			if (ret < 0)
 				break;
+			if (c->stop) {
+				c->skipped[SKIP_NOT_REACHED]++;
+				continue;
 			}
-			if (more)
-				n++;
-			if (n == BATCH_RUNS || (!more && n)) {
-				n = clamp(c, batch, n, eof_page);
-				for (size_t k = 0; k < n; k++)
-					c->file_logged += batch[k].npages;
-				ret = log_runs(c, batch, n);
-				if (ret == 0 && !c->stop)
-					ret = warm(c, fd, rel, batch, n);
-				n = 0;
+			fd = beneath_open(&c->bn, rel, &st);
+			if (fd < 0) {
+				open_failed(c, rel, fd);
+				continue;
 			}
-			if (!more || ret < 0)
+			if (!identity_ok(c, f, rel, &st) && c->strict) {
+				close(fd);
+				continue;
+			}
+			ret = restore_streaming(c, rel, fd, &st, batch, n);
+			if (ret < 0)
 				break;
 		}
-		close(fd);
-		if (ret < 0)
-			break;
-		ret = log_end(c);
-		/* every page was resident when pc_warm() looked: the final
-		 * measurement need not open this file again */
-		if (ret == 0 && c->file_logged == c->file_seen)
-			ret = set_state(c, c->files_restored - 1, FILE_COMPLETE);
-		if (ret < 0)
-			break;
 	}
+	if (ret == 0)
+		ret = jobs_flush(js);
+	else
+		jobs_flush_drop(js);
 	free(batch);
+	free(js);
 	return ret;
 }
 
@@ -1025,10 +1422,92 @@ static int set_state(struct restore *c, size_t i, int state)
 	return 0;
 }
 
+/* Resident pages of the runs of one file, from r. */
+static uint64_t resident_in(const struct pc_residency *r, struct pc_run run)
+{
+	struct pc_run res;
+	uint64_t got = 0;
+
+	for (uint64_t p = run.page; p < run.page + run.npages; p = res.page + res.npages) {
+		if (pc_residency_next_run(r, p, &res) <= 0 || res.page >= run.page + run.npages)
+			break;
+		if (res.page < p) {
+			res.npages -= p - res.page;
+			res.page = p;
+		}
+		got += res.page + res.npages > run.page + run.npages ?
+			run.page + run.npages - res.page : res.npages;
+	}
+	return got;
+}
+
+/* The exact measure of an open file: mincore where it tells the truth
+ * (pages up to date, not those still being read in, which cachestat and
+ * pc_residency()'s uniform chunks would count), else pc_residency(). */
+static int residency_exact(int fd, struct pc_residency **r)
+{
+	int ret = pc_residency(fd, 0, 0, PC_RES_FORCE_MINCORE, r);
+
+	if (ret == -EOPNOTSUPP)
+		ret = pc_residency(fd, 0, 0, 0, r);
+	return ret;
+}
+
+/*
+ * A quick look at a small run of an open file: 1 when every page of it is
+ * in the page cache and up to date, 0 when not (yet), -1 when it cannot
+ * tell (measure the file with pc_residency()). cachestat first (pages
+ * present, including pages still being read in); a run all present is
+ * then read with RWF_NOWAIT into a scratch buffer, which succeeds in full
+ * only when every page is up to date (a page still being read in makes
+ * it stop short or fail with EAGAIN). Nothing is read from the disk:
+ * every page was present a moment before (one evicted in between would be
+ * read back in by a kernel whose RWF_NOWAIT misses start readahead, 6.12+:
+ * a page the restore wants anyway).
+ */
+#define QUICK_RUN_BYTES (256 * 1024)
+
+static int quick_look(struct restore *c, int fd, struct pc_run run)
+{
+	static char scratch[QUICK_RUN_BYTES];
+	uint64_t len = run.npages * c->ps;
+	struct pc_cachestat cs;
+	struct iovec iov = { scratch, (size_t)len };
+	ssize_t got;
+	int ret;
+
+	if (!c->cachestat_ok || !c->nowait_ok || len > QUICK_RUN_BYTES)
+		return -1;
+	ret = pc_cachestat(fd, run.page * c->ps, len, &cs);
+	if (ret == -ENOSYS)
+		c->cachestat_ok = false;
+	if (ret < 0)
+		return -1;
+	if (cs.cache < run.npages)
+		return 0;
+	got = preadv2(fd, &iov, 1, (off_t)(run.page * c->ps), RWF_NOWAIT);
+	if (got < 0 && (errno == EOPNOTSUPP || errno == EINVAL || errno == ENOSYS)) {
+		c->nowait_ok = false;
+		return -1;
+	}
+	if (got < 0)
+		return errno == EAGAIN ? 0 : -1;
+	/* short mid-page: the end of the file, in the run's last page (a
+	 * page not up to date stops a read at a page boundary) */
+	if ((uint64_t)got == len || ((uint64_t)got > len - c->ps && (uint64_t)got % c->ps))
+		return 1;
+	return -1; /* short: the end of the file moved, or a page not up to date */
+}
+
 /* Resident pages of the logged runs, over every logged file; *unknown
  * when the kernel hides some file's residency. Files found complete (or
- * hidden, or gone) are not opened again by the next call. */
-static int measure(struct restore *c, uint64_t *wanted, uint64_t *resident, bool *unknown)
+ * hidden, or gone) are not opened again by the next call. Unless exact,
+ * a file of few runs is first asked with cachestat, run by run: a run
+ * with pages missing means the file is not complete, and its count (of
+ * pages present) does for this call; only a file that looks complete is
+ * measured exactly. */
+static int measure(struct restore *c, bool exact, uint64_t *wanted, uint64_t *resident,
+		   bool *unknown)
 {
 	char path[PC_SNAPSHOT_PATH_MAX + 1];
 	uint32_t n;
@@ -1039,55 +1518,82 @@ static int measure(struct restore *c, uint64_t *wanted, uint64_t *resident, bool
 		return -EIO;
 	for (size_t i = 0; fread(&n, sizeof(n), 1, c->log) == 1; i++) {
 		struct pc_residency *r = NULL;
-		struct pc_run run, res;
-		uint64_t fw = 0, fr = 0;
+		struct pc_run run;
+		uint64_t fw = 0, fr = 0, prev;
 		int state = file_state(c, i);
+		unsigned int nruns = 0;
+		int confirmed = 0;         /* -1: measure the file with pc_residency() */
+		bool opened = false, missing = false;
 		struct stat st;
-		int fd;
+		long runs_at;
+		int fd = -1, more;
 
 		if (n > PC_SNAPSHOT_PATH_MAX || fread(path, 1, n, c->log) != n)
 			return -EIO;
 		path[n] = '\0';
+		runs_at = ftell(c->log);
+		if (runs_at < 0)
+			return -EIO;
 		if (state == FILE_PENDING) {
-			fd = beneath_open(&c->bn, path, &st);
-			state = FILE_GONE;
-			if (fd >= 0) {
-				if (pc_residency(fd, 0, 0, 0, &r) < 0)
-					r = NULL;
-				else if (pc_residency_quality(r) == PC_QUALITY_UNKNOWN)
-					state = FILE_UNKNOWN;
-				else
-					state = FILE_PENDING;
-				close(fd);
+			fd = kept_fd(c, i);
+			if (fd < 0) {
+				fd = beneath_open(&c->bn, path, &st);
+				opened = fd >= 0;
 			}
+			if (fd < 0)
+				state = FILE_GONE;
 		}
-		for (uint64_t prev = 0;;) {
-			int more = log_next(c, &prev, &run);
-
-			if (more < 0) {
-				pc_residency_free(r);
-				return -EIO;
-			}
-			if (!more)
-				break;
+		/* pass 1: the wanted count, and a quick look at few small runs */
+		for (prev = 0; (more = log_next(c, &prev, &run)) > 0;) {
 			fw += run.npages;
-			if (!r || state != FILE_PENDING)
+			if (state != FILE_PENDING || exact || confirmed == -1 ||
+			    ++nruns > PRECHECK_RUNS) {
+				confirmed = -1;
 				continue;
-			for (uint64_t p = run.page; p < run.page + run.npages; p = res.page + res.npages) {
-				if (pc_residency_next_run(r, p, &res) <= 0 ||
-				    res.page >= run.page + run.npages)
-					break;
-				if (res.page < p) {
-					res.npages -= p - res.page;
-					res.page = p;
-				}
-				fr += (res.page + res.npages > run.page + run.npages ?
-				       run.page + run.npages - res.page : res.npages);
 			}
+			int q = quick_look(c, fd, run);
+
+			if (q < 0) {
+				confirmed = -1;
+				continue;
+			}
+			if (q == 0)
+				missing = true;
+			else
+				fr += run.npages;
+		}
+		if (more < 0)
+			goto fail;
+		if (missing && confirmed != -1) {
+			/* not complete yet: fr counts the runs seen complete */
+		} else if (state == FILE_PENDING && confirmed != -1 && !exact) {
+			/* every run read back in place: complete */
+		} else if (state == FILE_PENDING) {
+			/* pass 2: exactly */
+			fr = 0;
+			if (residency_exact(fd, &r) < 0) {
+				r = NULL;
+				state = FILE_GONE;
+			} else if (pc_residency_quality(r) == PC_QUALITY_UNKNOWN) {
+				state = FILE_UNKNOWN;
+			} else {
+				if (fseek(c->log, runs_at, SEEK_SET) != 0)
+					goto fail;
+				for (prev = 0; (more = log_next(c, &prev, &run)) > 0;)
+					fr += resident_in(r, run);
+				if (more < 0)
+					goto fail;
+			}
+		} else if (state != FILE_PENDING) {
+			fr = 0;
 		}
 		pc_residency_free(r);
-		if (state == FILE_PENDING && fr == fw)
+		if (opened)
+			close(fd);
+		if (state == FILE_PENDING && fr == fw && !missing)
 			state = FILE_COMPLETE;
+		if (state != FILE_PENDING)
+			drop_fd(c, i);
 		if (state == FILE_COMPLETE)
 			fr = fw;
 		if (state == FILE_UNKNOWN)
@@ -1096,6 +1602,12 @@ static int measure(struct restore *c, uint64_t *wanted, uint64_t *resident, bool
 			return -ENOMEM;
 		*wanted += fw;
 		*resident += fr;
+		continue;
+fail:
+		pc_residency_free(r);
+		if (opened)
+			close(fd);
+		return -EIO;
 	}
 	return 0;
 }
@@ -1115,6 +1627,7 @@ static int rewarm(struct restore *c)
 		ret = -EIO;
 	for (size_t i = 0; ret == 0 && fread(&n, sizeof(n), 1, c->log) == 1; i++) {
 		struct stat st;
+		bool opened = false;
 		size_t k = 0;
 		int fd = -1;
 
@@ -1123,8 +1636,12 @@ static int rewarm(struct restore *c)
 			break;
 		}
 		path[n] = '\0';
-		if (file_state(c, i) == FILE_PENDING)
-			fd = beneath_open(&c->bn, path, &st);
+		if (file_state(c, i) == FILE_PENDING) {
+			fd = kept_fd(c, i);
+			opened = fd < 0;
+			if (opened)
+				fd = beneath_open(&c->bn, path, &st);
+		}
 		c->file_failed = fd < 0;
 		for (uint64_t prev = 0;;) {
 			struct pc_run run;
@@ -1144,7 +1661,7 @@ static int rewarm(struct restore *c)
 			if (!more)
 				break;
 		}
-		if (fd >= 0)
+		if (opened && fd >= 0)
 			close(fd);
 	}
 	free(batch);
@@ -1164,13 +1681,15 @@ static void poll_resident(struct restore *c, double quiet)
 		bool unk;
 		double t;
 
-		if (measure(c, &w, &r, &unk) < 0)
-			break;
+		if (measure(c, false, &w, &r, &unk) < 0)
+			return;
 		c->final_wanted = w;
 		c->final_resident = r;
 		c->final_unknown = unk;
 		t = now_seconds();
-		if (unk || r >= w || got_signal)
+		if (r >= w && !unk)
+			return; /* every file measured exactly, and complete */
+		if (unk || got_signal)
 			break;
 		if (r != prev) {
 			prev = r;
@@ -1181,6 +1700,17 @@ static void poll_resident(struct restore *c, double quiet)
 		nanosleep(&(struct timespec){ 0, sleep_ns }, NULL);
 		if (sleep_ns < 50000000)
 			sleep_ns *= 2;
+	}
+	/* the counts of files not complete were cachestat's: measure them */
+	{
+		uint64_t w, r;
+		bool unk;
+
+		if (measure(c, true, &w, &r, &unk) == 0) {
+			c->final_wanted = w;
+			c->final_resident = r;
+			c->final_unknown = unk;
+		}
 	}
 }
 
@@ -1393,6 +1923,8 @@ int cmd_restore(int argc, char **argv)
 
 	for (unsigned int i = 0; i < WATCH_SLOTS; i++)
 		c.watch[i].fd = -1;
+	c.cachestat_ok = true;
+	c.nowait_ok = true;
 	c.fmt = SNAP_AUTO;
 	c.ps = (uint64_t)pc_page_size();
 	optind = 1;
@@ -1520,6 +2052,7 @@ int cmd_restore(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 
+	kept_init(&c);
 	progress_init(&c.progress, !c.quiet && !c.json && isatty(STDERR_FILENO));
 	c.start = now_seconds();
 	ret = c.physical ? restore_physical(&c) : restore_in_order(&c);
@@ -1545,6 +2078,7 @@ int cmd_restore(int argc, char **argv)
 	if (fflush(stdout) != 0 || ferror(stdout))
 		ret = PC_EXIT_FAILED;
 out:
+	kept_free(&c);
 	watch_free(&c);
 	snapsrc_free(c.src);
 	beneath_close(&c.bn);
