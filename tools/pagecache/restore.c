@@ -323,7 +323,6 @@ static bool watch_check(struct restore *c)
 			w->base_all = cs.evicted;
 		}
 		grown += g;
-	w->base_all = cs.evicted;
 	}
 	c->evicted_seen = grown > c->evicted_seen ? grown : c->evicted_seen;
 	return grown > (limit > 256 ? limit : 256);
