@@ -47,6 +47,9 @@ struct pc_bfile {
 	uint64_t map_npages;
 	int map_tried;
 	uint64_t mnt_id;           /* unique mount id from k_fstat (statx), 0: unknown */
+	int have_facts;            /* the caller's statx: k_fstat asks no more */
+	mode_t facts_mode;
+	uint64_t facts_size;
 	int fs_known;              /* fs_blind_* below are set */
 	int fs_blind_cachestat;    /* overlayfs: cachestat counts an empty mapping */
 	int fs_blind_mincore;      /* hugetlbfs: no 4 KiB mapping, PTEs only */
@@ -78,6 +81,20 @@ int pc_kernel_bfile_wrap(int fd, struct pc_bfile **out)
 	if (fd < 0)
 		return -EBADF;
 	return bfile_new(fd, 0, out);
+}
+
+int pc_kernel_bfile_wrap_facts(int fd, mode_t mode, uint64_t size, uint64_t mnt_id,
+			       struct pc_bfile **out)
+{
+	int ret = pc_kernel_bfile_wrap(fd, out);
+
+	if (ret < 0)
+		return ret;
+	(*out)->have_facts = 1;
+	(*out)->facts_mode = mode;
+	(*out)->facts_size = size;
+	(*out)->mnt_id = mnt_id;
+	return 0;
 }
 
 static void k_close(struct pc_backend *b, struct pc_bfile *f)
@@ -120,13 +137,15 @@ static int type_size(struct pc_bfile *f, mode_t mode, uint64_t size, struct pc_b
 
 /* One statx for the type, the size and the mount (which tells fs_check the
  * filesystem without an fstatfs per file); fstat where statx is missing
- * (a seccomp filter from before it). */
+ * (a seccomp filter from before it). None when the caller gave its own. */
 static int k_fstat(struct pc_backend *b, struct pc_bfile *f, struct pc_bstat *out)
 {
 	struct statx stx;
 	struct stat st;
 
 	(void)b;
+	if (f->have_facts)
+		return type_size(f, f->facts_mode, f->facts_size, out);
 	if (statx(f->fd, "", AT_EMPTY_PATH, STATX_TYPE | STATX_SIZE | STATX_MNT_ID_UNIQUE,
 		  &stx) == 0) {
 		if (stx.stx_mask & STATX_MNT_ID_UNIQUE)
