@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Two threads for one walk: the walking thread reads directories, opens
- * and fstats files; a second thread runs the command's callbacks (the
- * residency call, the output) on what the walk found. The events travel in
+ * Two threads for one walk: the walking thread reads directories and opens
+ * files; a second thread checks them (statx, type, -x, counted once: the
+ * walk's own checks, walk_check) and runs the command's callbacks (the
+ * residency call, the output) on them. Opening is the walk's largest cost,
+ * so the statx goes to the other side, where the library is handed it
+ * (pc_residency_facts) instead of taking its own. The events travel in
  * batches through a bounded queue and are handled in the order the walk
  * made them, with one consumer, so the output is the same as without the
  * pipeline. The open fds in flight are bounded by the queue's size.
@@ -24,9 +27,8 @@ enum event_type { EV_FILE, EV_NOTE, EV_ERROR };
 
 struct event {
 	enum event_type type;
-	int fd;
 	int err;
-	struct stat st;
+	struct walk_file f;       /* EV_FILE; f.path is set when handled */
 	size_t path, pathlen;     /* offsets into the batch's text */
 	size_t msg;               /* SIZE_MAX: none */
 };
@@ -48,6 +50,7 @@ struct pipeline {
 	struct batch *free_list;
 	size_t nbatches, max_batches;
 	struct batch *filling;     /* the walker's */
+	struct walk *walk;         /* set by the walker before its first file */
 	bool done;                 /* no more batches will come */
 	atomic_int failed;         /* -ENOMEM from the consumer */
 };
@@ -63,15 +66,14 @@ static void handle(struct pipeline *p, struct batch *b)
 		switch (e->type) {
 		case EV_FILE:
 			if (p->failed) {
-				close(e->fd);
+				close(e->f.fd);
 				break;
 			}
-			ret = p->inner->file(p->inner_ctx, e->fd, &e->st, path, e->pathlen);
-			close(e->fd);
+			e->f.path = path;
+			e->f.pathlen = e->pathlen;
+			ret = walk_check(p->walk, p->inner, p->inner_ctx, &e->f);
 			if (ret == -ENOMEM)
 				p->failed = ret; /* the walker sees it at its next push */
-			else if (ret < 0)
-				p->inner->error(p->inner_ctx, path, e->pathlen, ret, NULL);
 			break;
 		case EV_NOTE:
 			p->inner->note(p->inner_ctx, path, e->pathlen, msg);
@@ -146,9 +148,8 @@ static int push(struct pipeline *p)
 
 /* Queue an event; *queued tells whether it went in (and, for a file,
  * whether the fd now belongs to the queue), also when -ENOMEM comes back. */
-static int add(struct pipeline *p, enum event_type type, int fd, int err,
-	       const struct stat *st, const char *path, size_t pathlen, const char *msg,
-	       bool *queued)
+static int add(struct pipeline *p, enum event_type type, const struct walk_file *f, int err,
+	       const char *path, size_t pathlen, const char *msg, bool *queued)
 {
 	struct batch *b = p->filling;
 	struct event *e;
@@ -158,10 +159,9 @@ static int add(struct pipeline *p, enum event_type type, int fd, int err,
 		return -ENOMEM;
 	e = &b->ev[b->n];
 	e->type = type;
-	e->fd = fd;
 	e->err = err;
-	if (st)
-		e->st = *st;
+	if (f)
+		e->f = *f;
 	e->path = b->text.len;
 	e->pathlen = pathlen;
 	e->msg = SIZE_MAX;
@@ -179,13 +179,16 @@ static int add(struct pipeline *p, enum event_type type, int fd, int err,
 	return 0;
 }
 
-static int on_file(void *ctx, int fd, const struct stat *st, const char *path, size_t len)
+static int on_check(void *ctx, struct walk *w, const struct walk_file *f)
 {
+	struct pipeline *p = ctx;
 	bool queued;
-	int ret = add(ctx, EV_FILE, fd, 0, st, path, len, NULL, &queued);
+	int ret;
 
+	p->walk = w;
+	ret = add(p, EV_FILE, f, 0, f->path, f->pathlen, NULL, &queued);
 	if (!queued)
-		close(fd);
+		close(f->fd);
 	return ret;
 }
 
@@ -195,21 +198,20 @@ static void on_note(void *ctx, const char *path, size_t len, const char *why)
 {
 	bool queued;
 
-	add(ctx, EV_NOTE, -1, 0, NULL, path, len, why, &queued);
+	add(ctx, EV_NOTE, NULL, 0, path, len, why, &queued);
 }
 
 static void on_error(void *ctx, const char *path, size_t len, int err, const char *msg)
 {
 	bool queued;
 
-	add(ctx, EV_ERROR, -1, err, NULL, path, len, msg, &queued);
+	add(ctx, EV_ERROR, NULL, err, path, len, msg, &queued);
 }
 
 const struct walk_ops pipeline_walk_ops = {
-	.file = on_file,
 	.note = on_note,
 	.error = on_error,
-	.takes_fd = true,
+	.check = on_check,
 };
 
 int pipeline_new(const struct walk_ops *inner, void *inner_ctx, struct pipeline **out)

@@ -258,18 +258,26 @@ static int sort_cmp(const void *pa, const void *pb)
 
 /* ---- the walk's callbacks ---- */
 
-static int on_file(void *ctx, int fd, const struct stat *st, const char *path, size_t len)
+static int on_file(void *ctx, int fd, const struct stat *st, uint64_t mnt_id, const char *path,
+		   size_t len)
 {
 	struct stat_ctx *c = ctx;
 	struct pc_residency *r = NULL;
 	struct row row = { 0 };
+	/* the walk's statx stands for the library's own */
+	struct pc_file_facts facts = {
+		.size = sizeof(facts),
+		.mode = st->st_mode,
+		.file_size = st->st_size > 0 ? (uint64_t)st->st_size : 0,
+		.mnt_id = mnt_id,
+	};
 	int ret;
 
 	if (S_ISREG(st->st_mode) && (uint64_t)st->st_size > c->max_size) {
 		c->t.filtered++;
 		return 0;
 	}
-	ret = pc_residency(fd, 0, 0, c->res_flags, &r);
+	ret = pc_residency_facts(fd, &facts, 0, 0, c->res_flags, &r);
 	if (ret < 0)
 		return ret;
 	row.path = (char *)path;
