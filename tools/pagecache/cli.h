@@ -226,6 +226,10 @@ struct walk_ops {
 	 * *f's fd with it (closed also on failure); whoever runs the callbacks
 	 * checks them with walk_check(), in the walk's order. 0 or -ENOMEM. */
 	int (*check)(void *ctx, struct walk *w, const struct walk_file *f);
+	/* With check: true while the checking side is behind; the walk then
+	 * takes each file's statx and type check itself, so that the work
+	 * goes where there is time for it. NULL: never. */
+	bool (*busy)(void *ctx);
 };
 
 /* A file the walk opened, for walk_check(). */
@@ -234,6 +238,8 @@ struct walk_file {
 	bool has_st;          /* st and mnt_id are set; else walk_check statx's fd
 			       * and skips it (with a note) unless regular */
 	bool from_fd;         /* walk_fd (--pid): met again, skipped without a note */
+	bool keep_fd;         /* walk_check leaves fd open, the caller closes it
+			       * (not with ops->takes_fd) */
 	struct stat st;
 	uint64_t mnt_id;
 	dev_t root_dev;       /* the device of its PATH (-x) */
@@ -268,7 +274,7 @@ void walk_note(struct walk *w, const char *path, size_t pathlen, const char *why
 void walk_free(struct walk *w);
 /* The checks the walk makes of each file it opened (its type, -x, counted
  * once), then ops->file (or ops->note / ops->error); closes f->fd unless
- * ops->takes_fd. Only one thread may check a walk's files, in its order:
+ * ops->takes_fd or f->keep_fd. Only one thread may check a walk's files, in its order:
  * the walking thread, or (with ops->check) the one that runs the
  * callbacks. 0 or -ENOMEM. */
 int walk_check(struct walk *w, const struct walk_ops *ops, void *ctx, const struct walk_file *f);

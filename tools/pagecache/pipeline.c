@@ -5,7 +5,9 @@
  * walk's own checks, walk_check) and runs the command's callbacks (the
  * residency call, the output) on them. Opening is the walk's largest cost,
  * so the statx goes to the other side, where the library is handed it
- * (pc_residency_facts) instead of taking its own. The events travel in
+ * (pc_residency_facts) instead of taking its own; while that side is
+ * behind, the walker takes the statx back and closes the fds it is done
+ * with, so that both stay busy whichever is faster. The events travel in
  * batches through a bounded queue and are handled in the order the walk
  * made them, with one consumer, so the output is the same as without the
  * pipeline. The open fds in flight are bounded by the queue's size.
@@ -22,6 +24,10 @@
 
 #define BATCH_EVENTS 128
 #define MAX_BATCHES 8
+/* Queued batches from which the consumer counts as behind: the walker
+ * then takes the statx of the files it opens itself, and closes the fds
+ * the consumer is done with. */
+#define BUSY_BATCHES 2
 
 enum event_type { EV_FILE, EV_NOTE, EV_ERROR };
 
@@ -36,6 +42,11 @@ struct event {
 struct batch {
 	struct event ev[BATCH_EVENTS];
 	size_t n;
+	/* fds the consumer was done with while it was behind: the walker
+	 * closes them when it takes the batch again (closing is a good part
+	 * of a file's cost, and the walker is the one with time then) */
+	int closefds[BATCH_EVENTS];
+	size_t nclose;
 	struct buf text;
 	struct batch *next;
 };
@@ -52,11 +63,20 @@ struct pipeline {
 	struct batch *filling;     /* the walker's */
 	struct walk *walk;         /* set by the walker before its first file */
 	bool done;                 /* no more batches will come */
+	atomic_size_t queued;      /* batches waiting for the consumer */
 	atomic_int failed;         /* -ENOMEM from the consumer */
 };
 
+/* The consumer has a backlog: the walker should take on more. */
+static bool behind(struct pipeline *p)
+{
+	return atomic_load_explicit(&p->queued, memory_order_relaxed) >= BUSY_BATCHES;
+}
+
 static void handle(struct pipeline *p, struct batch *b)
 {
+	bool defer_close = !p->inner->takes_fd && behind(p);
+
 	for (size_t i = 0; i < b->n; i++) {
 		struct event *e = &b->ev[i];
 		const char *path = b->text.data + e->path;
@@ -71,7 +91,10 @@ static void handle(struct pipeline *p, struct batch *b)
 			}
 			e->f.path = path;
 			e->f.pathlen = e->pathlen;
+			e->f.keep_fd = defer_close;
 			ret = walk_check(p->walk, p->inner, p->inner_ctx, &e->f);
+			if (defer_close)
+				b->closefds[b->nclose++] = e->f.fd;
 			if (ret == -ENOMEM)
 				p->failed = ret; /* the walker sees it at its next push */
 			break;
@@ -103,6 +126,7 @@ static void *consumer(void *arg)
 		p->head = b->next;
 		if (!p->head)
 			p->tail = NULL;
+		atomic_fetch_sub_explicit(&p->queued, 1, memory_order_relaxed);
 		pthread_mutex_unlock(&p->lock);
 		handle(p, b);
 		pthread_mutex_lock(&p->lock);
@@ -112,6 +136,13 @@ static void *consumer(void *arg)
 	}
 	pthread_mutex_unlock(&p->lock);
 	return NULL;
+}
+
+static void close_deferred(struct batch *b)
+{
+	for (size_t i = 0; i < b->nclose; i++)
+		close(b->closefds[i]);
+	b->nclose = 0;
 }
 
 /* Queue the walker's batch and get an empty one; -ENOMEM. */
@@ -127,6 +158,7 @@ static int push(struct pipeline *p)
 	else
 		p->head = b;
 	p->tail = b;
+	atomic_fetch_add_explicit(&p->queued, 1, memory_order_relaxed);
 	p->filling = NULL;
 	pthread_cond_broadcast(&p->cond);
 	while (!p->free_list && p->nbatches >= p->max_batches)
@@ -137,6 +169,8 @@ static int push(struct pipeline *p)
 	}
 	ret = p->failed;
 	pthread_mutex_unlock(&p->lock);
+	if (p->filling)
+		close_deferred(p->filling);
 	if (!p->filling) {
 		p->filling = calloc(1, sizeof(*p->filling));
 		if (!p->filling)
@@ -208,10 +242,16 @@ static void on_error(void *ctx, const char *path, size_t len, int err, const cha
 	add(ctx, EV_ERROR, NULL, err, path, len, msg, &queued);
 }
 
+static bool busy(void *ctx)
+{
+	return behind(ctx);
+}
+
 const struct walk_ops pipeline_walk_ops = {
 	.note = on_note,
 	.error = on_error,
 	.check = on_check,
+	.busy = busy,
 };
 
 int pipeline_new(const struct walk_ops *inner, void *inner_ctx, struct pipeline **out)
@@ -261,6 +301,7 @@ int pipeline_new(const struct walk_ops *inner, void *inner_ctx, struct pipeline 
 
 static void free_batch(struct batch *b)
 {
+	close_deferred(b);
 	buf_free(&b->text);
 	free(b);
 }

@@ -253,6 +253,12 @@ static const char *base_name(const char *path, size_t len)
 	return path;
 }
 
+static void drop(const struct walk_file *f)
+{
+	if (!f->keep_fd)
+		close(f->fd);
+}
+
 int walk_check(struct walk *w, const struct walk_ops *ops, void *ctx, const struct walk_file *f)
 {
 	const struct stat *st = &f->st;
@@ -264,19 +270,19 @@ int walk_check(struct walk *w, const struct walk_ops *ops, void *ctx, const stru
 		ret = file_statx(f->fd, &stbuf, &mnt_id);
 		if (ret < 0) {
 			ops->error(ctx, f->path, f->pathlen, ret, NULL);
-			close(f->fd);
+			drop(f);
 			return 0;
 		}
 		st = &stbuf;
 		if (!S_ISREG(st->st_mode)) {
 			ops->note(ctx, f->path, f->pathlen, type_note(st->st_mode));
-			close(f->fd);
+			drop(f);
 			return 0;
 		}
 	}
 	if (w->opts.one_fs && st->st_dev != f->root_dev) {
 		ops->note(ctx, f->path, f->pathlen, "skipped: on another filesystem (-x)");
-		close(f->fd);
+		drop(f);
 		return 0;
 	}
 	/* a file with one link in a single root's walk cannot come again
@@ -289,14 +295,14 @@ int walk_check(struct walk *w, const struct walk_ops *ops, void *ctx, const stru
 	if (ret == 0 && !f->from_fd)
 		ops->note(ctx, f->path, f->pathlen, "skipped: a hard link to a file already counted");
 	if (ret != 1) {
-		close(f->fd);
+		drop(f);
 		return ret == -ENOMEM ? ret : 0;
 	}
 	ret = ops->file(ctx, f->fd, st, mnt_id, f->path, f->pathlen);
 	if (ret < 0 && ret != -ENOMEM)
 		ops->error(ctx, f->path, f->pathlen, ret, NULL);
 	if (!ops->takes_fd)
-		close(f->fd);
+		drop(f);
 	return ret == -ENOMEM ? ret : 0;
 }
 
@@ -607,8 +613,9 @@ static int visit(struct walk *w, int dirfd, const char *name, unsigned char dtyp
 			error(w, fd);
 		return 0;
 	}
-	/* the pipeline's other thread takes the statx and the checks */
-	if (w->ops->check)
+	/* the pipeline's other thread takes the statx and the checks,
+	 * unless it is behind */
+	if (w->ops->check && !(w->ops->busy && w->ops->busy(w->ctx)))
 		return measure(w, fd, NULL, 0, false);
 	ret = file_statx(fd, &st, &mnt_id);
 	if (ret < 0) {
