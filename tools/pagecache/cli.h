@@ -230,6 +230,16 @@ struct walk_ops {
 	 * takes each file's statx and type check itself, so that the work
 	 * goes where there is time for it. NULL: never. */
 	bool (*busy)(void *ctx);
+	/* Optional, with a pipeline: the part of file() that needs no order
+	 * (the residency call), which the pipeline runs on the walking thread
+	 * while the other one is behind, before the checks. It takes fd and
+	 * closes it: 0 and *pre, or -errno with fd left open (file() then
+	 * runs as usual). walk_check gives *pre to emit(), which stands in
+	 * for file(), when the file passes the checks, else to discard(). */
+	int (*measure)(void *ctx, int fd, const struct stat *st, uint64_t mnt_id, void **pre);
+	int (*emit)(void *ctx, void *pre, const struct stat *st, const char *path,
+		    size_t pathlen);
+	void (*discard)(void *ctx, void *pre);
 };
 
 /* A file the walk opened, for walk_check(). */
@@ -240,6 +250,7 @@ struct walk_file {
 	bool from_fd;         /* walk_fd (--pid): met again, skipped without a note */
 	bool keep_fd;         /* walk_check leaves fd open, the caller closes it
 			       * (not with ops->takes_fd) */
+	void *pre;            /* from ops->measure (has_st is set, fd closed) */
 	struct stat st;
 	uint64_t mnt_id;
 	dev_t root_dev;       /* the device of its PATH (-x) */

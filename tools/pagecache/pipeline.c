@@ -5,9 +5,12 @@
  * walk's own checks, walk_check) and runs the command's callbacks (the
  * residency call, the output) on them. Opening is the walk's largest cost,
  * so the statx goes to the other side, where the library is handed it
- * (pc_residency_facts) instead of taking its own; while that side is
- * behind, the walker takes the statx back and closes the fds it is done
- * with, so that both stay busy whichever is faster. The events travel in
+ * (pc_residency_facts) instead of taking its own. While that side is
+ * behind (or not running: other processes want the CPUs too), the walker
+ * takes the statx back, measures the files itself where the command can
+ * measure apart from reporting (walk_ops.measure), and closes the fds the
+ * consumer is done with, so that both stay busy whichever is faster and
+ * the walk never waits long for the other thread. The events travel in
  * batches through a bounded queue and are handled in the order the walk
  * made them, with one consumer, so the output is the same as without the
  * pipeline. The open fds in flight are bounded by the queue's size.
@@ -86,14 +89,17 @@ static void handle(struct pipeline *p, struct batch *b)
 		switch (e->type) {
 		case EV_FILE:
 			if (p->failed) {
-				close(e->f.fd);
+				if (e->f.pre)
+					p->inner->discard(p->inner_ctx, e->f.pre);
+				else
+					close(e->f.fd);
 				break;
 			}
 			e->f.path = path;
 			e->f.pathlen = e->pathlen;
-			e->f.keep_fd = defer_close;
+			e->f.keep_fd = defer_close && !e->f.pre;
 			ret = walk_check(p->walk, p->inner, p->inner_ctx, &e->f);
-			if (defer_close)
+			if (e->f.keep_fd)
 				b->closefds[b->nclose++] = e->f.fd;
 			if (ret == -ENOMEM)
 				p->failed = ret; /* the walker sees it at its next push */
@@ -216,13 +222,22 @@ static int add(struct pipeline *p, enum event_type type, const struct walk_file 
 static int on_check(void *ctx, struct walk *w, const struct walk_file *f)
 {
 	struct pipeline *p = ctx;
+	struct walk_file g = *f;
 	bool queued;
 	int ret;
 
 	p->walk = w;
-	ret = add(p, EV_FILE, f, 0, f->path, f->pathlen, NULL, &queued);
-	if (!queued)
-		close(f->fd);
+	/* the consumer is behind: measure here, it only has to report */
+	if (f->has_st && p->inner->measure && behind(p) &&
+	    p->inner->measure(p->inner_ctx, f->fd, &f->st, f->mnt_id, &g.pre) == 0)
+		g.fd = -1;
+	ret = add(p, EV_FILE, &g, 0, f->path, f->pathlen, NULL, &queued);
+	if (!queued) {
+		if (g.pre)
+			p->inner->discard(p->inner_ctx, g.pre);
+		else
+			close(g.fd);
+	}
 	return ret;
 }
 

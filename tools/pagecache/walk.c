@@ -253,9 +253,12 @@ static const char *base_name(const char *path, size_t len)
 	return path;
 }
 
-static void drop(const struct walk_file *f)
+/* A file that does not pass the checks: its fd, or what was measured. */
+static void drop(const struct walk_ops *ops, void *ctx, const struct walk_file *f)
 {
-	if (!f->keep_fd)
+	if (f->pre)
+		ops->discard(ctx, f->pre);
+	else if (!f->keep_fd)
 		close(f->fd);
 }
 
@@ -270,19 +273,19 @@ int walk_check(struct walk *w, const struct walk_ops *ops, void *ctx, const stru
 		ret = file_statx(f->fd, &stbuf, &mnt_id);
 		if (ret < 0) {
 			ops->error(ctx, f->path, f->pathlen, ret, NULL);
-			drop(f);
+			drop(ops, ctx, f);
 			return 0;
 		}
 		st = &stbuf;
 		if (!S_ISREG(st->st_mode)) {
 			ops->note(ctx, f->path, f->pathlen, type_note(st->st_mode));
-			drop(f);
+			drop(ops, ctx, f);
 			return 0;
 		}
 	}
 	if (w->opts.one_fs && st->st_dev != f->root_dev) {
 		ops->note(ctx, f->path, f->pathlen, "skipped: on another filesystem (-x)");
-		drop(f);
+		drop(ops, ctx, f);
 		return 0;
 	}
 	/* a file with one link in a single root's walk cannot come again
@@ -295,14 +298,18 @@ int walk_check(struct walk *w, const struct walk_ops *ops, void *ctx, const stru
 	if (ret == 0 && !f->from_fd)
 		ops->note(ctx, f->path, f->pathlen, "skipped: a hard link to a file already counted");
 	if (ret != 1) {
-		drop(f);
+		drop(ops, ctx, f);
 		return ret == -ENOMEM ? ret : 0;
 	}
-	ret = ops->file(ctx, f->fd, st, mnt_id, f->path, f->pathlen);
+	if (f->pre) {
+		ret = ops->emit(ctx, f->pre, st, f->path, f->pathlen);
+	} else {
+		ret = ops->file(ctx, f->fd, st, mnt_id, f->path, f->pathlen);
+		if (!ops->takes_fd && !f->keep_fd)
+			close(f->fd);
+	}
 	if (ret < 0 && ret != -ENOMEM)
 		ops->error(ctx, f->path, f->pathlen, ret, NULL);
-	if (!ops->takes_fd)
-		drop(f);
 	return ret == -ENOMEM ? ret : 0;
 }
 
