@@ -83,18 +83,15 @@ int pc_kernel_bfile_wrap(int fd, struct pc_bfile **out)
 	return bfile_new(fd, 0, out);
 }
 
-int pc_kernel_bfile_wrap_facts(int fd, mode_t mode, uint64_t size, uint64_t mnt_id,
-			       struct pc_bfile **out)
-{
-	int ret = pc_kernel_bfile_wrap(fd, out);
 
-	if (ret < 0)
-		return ret;
-	(*out)->have_facts = 1;
-	(*out)->facts_mode = mode;
-	(*out)->facts_size = size;
-	(*out)->mnt_id = mnt_id;
-	return 0;
+/* What a bfile holds, but not the bfile itself. */
+static void k_release(struct pc_bfile *f)
+{
+	pc_prober_free(f->prober);
+	if (f->map)
+		munmap(f->map, (size_t)(f->map_npages * (uint64_t)pc_page_size()));
+	if (f->owned)
+		close(f->fd);
 }
 
 static void k_close(struct pc_backend *b, struct pc_bfile *f)
@@ -102,11 +99,7 @@ static void k_close(struct pc_backend *b, struct pc_bfile *f)
 	(void)b;
 	if (!f)
 		return;
-	pc_prober_free(f->prober);
-	if (f->map)
-		munmap(f->map, (size_t)(f->map_npages * (uint64_t)pc_page_size()));
-	if (f->owned)
-		close(f->fd);
+	k_release(f);
 	free(f);
 }
 
@@ -666,4 +659,24 @@ static struct pc_backend kernel_backend = { .ops = &kernel_ops, .ctx = NULL };
 struct pc_backend *pc_kernel_backend(void)
 {
 	return &kernel_backend;
+}
+
+int pc_kernel_residency(int fd, const struct pc_file_facts *facts, uint64_t offset,
+			uint64_t length, unsigned int flags, struct pc_residency **out)
+{
+	/* on the stack: nothing to allocate for the caller's own fd */
+	struct pc_bfile f = { .fd = fd };
+	int ret;
+
+	if (fd < 0)
+		return -EBADF;
+	if (facts) {
+		f.have_facts = 1;
+		f.facts_mode = (mode_t)facts->mode;
+		f.facts_size = facts->file_size;
+		f.mnt_id = facts->mnt_id;
+	}
+	ret = pc_residency_on(&kernel_backend, &f, offset, length, flags, out);
+	k_release(&f);
+	return ret;
 }

@@ -489,26 +489,15 @@ int pc_residency_on(struct pc_backend *b, struct pc_bfile *f, uint64_t offset, u
 PC_EXPORT int pc_residency(int fd, uint64_t offset, uint64_t length, unsigned int flags,
 			   struct pc_residency **out)
 {
-	struct pc_backend *b = pc_kernel_backend();
-	struct pc_bfile *f;
-	int ret;
-
 	if (!out)
 		return -EINVAL;
-	ret = pc_kernel_bfile_wrap(fd, &f);
-	if (ret < 0)
-		return ret;
-	ret = pc_residency_on(b, f, offset, length, flags, out);
-	b->ops->close(b, f);
-	return ret;
+	return pc_kernel_residency(fd, NULL, offset, length, flags, out);
 }
 
 PC_EXPORT int pc_residency_facts(int fd, const struct pc_file_facts *facts, uint64_t offset,
 				 uint64_t length, unsigned int flags, struct pc_residency **out)
 {
-	struct pc_backend *b = pc_kernel_backend();
 	struct pc_file_facts fx;
-	struct pc_bfile *f;
 	int ret;
 
 	if (!out || !facts)
@@ -516,12 +505,7 @@ PC_EXPORT int pc_residency_facts(int fd, const struct pc_file_facts *facts, uint
 	ret = pc_opts_copy(&fx, sizeof(fx), facts, facts->size);
 	if (ret < 0)
 		return ret;
-	ret = pc_kernel_bfile_wrap_facts(fd, (mode_t)fx.mode, fx.file_size, fx.mnt_id, &f);
-	if (ret < 0)
-		return ret;
-	ret = pc_residency_on(b, f, offset, length, flags, out);
-	b->ops->close(b, f);
-	return ret;
+	return pc_kernel_residency(fd, &fx, offset, length, flags, out);
 }
 
 PC_EXPORT void pc_residency_free(struct pc_residency *r)
