@@ -25,12 +25,16 @@
 
 #include "cli.h"
 
-#define BATCH_EVENTS 128
-#define MAX_BATCHES 8
+/* Small batches, so that the consumer gets work soon after it asks. */
+#define BATCH_EVENTS 32
+#define MAX_BATCHES 32
 /* Queued batches from which the consumer counts as behind: the walker
- * then takes the statx of the files it opens itself, and closes the fds
- * the consumer is done with. */
-#define BUSY_BATCHES 2
+ * then takes the statx of the files it opens itself, measures them, and
+ * closes the fds the consumer is done with. One: whatever the consumer
+ * has not taken yet, the walker might as well do (when other processes
+ * keep the second CPU busy, the walk then runs about as one thread
+ * would, instead of waiting for the other). */
+#define BUSY_BATCHES 1
 
 enum event_type { EV_FILE, EV_NOTE, EV_ERROR };
 
