@@ -71,12 +71,15 @@ struct pipeline {
 	struct walk *walk;         /* set by the walker before its first file */
 	bool done;                 /* no more batches will come */
 	atomic_size_t queued;      /* batches waiting for the consumer */
+	int force_behind;          /* -1, or the test's choice: 1 always, 0 never */
 	atomic_int failed;         /* -ENOMEM from the consumer */
 };
 
 /* The consumer has a backlog: the walker should take on more. */
 static bool behind(struct pipeline *p)
 {
+	if (p->force_behind >= 0)
+		return p->force_behind;
 	return atomic_load_explicit(&p->queued, memory_order_relaxed) >= BUSY_BATCHES;
 }
 
@@ -279,6 +282,7 @@ int pipeline_new(const struct walk_ops *inner, void *inner_ctx, struct pipeline 
 	struct rlimit rl;
 	size_t max = MAX_BATCHES;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	const char *test;
 
 	/* one CPU: the second thread would only add switches */
 	if (ncpu == 1)
@@ -299,6 +303,11 @@ int pipeline_new(const struct walk_ops *inner, void *inner_ctx, struct pipeline 
 	p->inner = inner;
 	p->inner_ctx = inner_ctx;
 	p->max_batches = max;
+	/* for the tests, whatever the timing: PC_PIPELINE_TEST=walker has the
+	 * walker do all it can, =consumer leaves all to the consumer */
+	test = getenv("PC_PIPELINE_TEST");
+	p->force_behind = !test ? -1 : strcmp(test, "walker") == 0 ? 1 :
+			  strcmp(test, "consumer") == 0 ? 0 : -1;
 	p->filling = calloc(1, sizeof(*p->filling));
 	if (!p->filling) {
 		free(p);
