@@ -46,6 +46,10 @@ struct pc_bfile {
 	void *map;                 /* PROT_NONE mapping of pages [0, map_npages): never touched */
 	uint64_t map_npages;
 	int map_tried;
+	uint64_t mnt_id;           /* unique mount id from k_fstat (statx), 0: unknown */
+	int have_facts;            /* the caller's statx: k_fstat asks no more */
+	mode_t facts_mode;
+	uint64_t facts_size;
 	int fs_known;              /* fs_blind_* below are set */
 	int fs_blind_cachestat;    /* overlayfs: cachestat counts an empty mapping */
 	int fs_blind_mincore;      /* hugetlbfs: no 4 KiB mapping, PTEs only */
@@ -79,30 +83,38 @@ int pc_kernel_bfile_wrap(int fd, struct pc_bfile **out)
 	return bfile_new(fd, 0, out);
 }
 
-static void k_close(struct pc_backend *b, struct pc_bfile *f)
+
+/* What a bfile holds, but not the bfile itself. */
+static void k_release(struct pc_bfile *f)
 {
-	(void)b;
-	if (!f)
-		return;
 	pc_prober_free(f->prober);
 	if (f->map)
 		munmap(f->map, (size_t)(f->map_npages * (uint64_t)pc_page_size()));
 	if (f->owned)
 		close(f->fd);
+}
+
+static void k_close(struct pc_backend *b, struct pc_bfile *f)
+{
+	(void)b;
+	if (!f)
+		return;
+	k_release(f);
 	free(f);
 }
 
-static int k_fstat(struct pc_backend *b, struct pc_bfile *f, struct pc_bstat *out)
-{
-	struct stat st;
+/* statx(2) mask bit for a mount id that is never reused (6.8+); Debian
+ * 12's headers lack it. Older kernels leave it out of stx_mask. */
+#ifndef STATX_MNT_ID_UNIQUE
+#define STATX_MNT_ID_UNIQUE 0x00004000U
+#endif
 
-	(void)b;
-	if (fstat(f->fd, &st) < 0)
-		return pc_neg_errno();
-	if (S_ISREG(st.st_mode)) {
+static int type_size(struct pc_bfile *f, mode_t mode, uint64_t size, struct pc_bstat *out)
+{
+	if (S_ISREG(mode)) {
 		out->type = PC_BFILE_REGULAR;
-		out->size = st.st_size > 0 ? (uint64_t)st.st_size : 0;
-	} else if (S_ISBLK(st.st_mode)) {
+		out->size = size;
+	} else if (S_ISBLK(mode)) {
 		uint64_t bytes;
 
 		if (ioctl(f->fd, BLKGETSIZE64, &bytes) < 0)
@@ -114,6 +126,30 @@ static int k_fstat(struct pc_backend *b, struct pc_bfile *f, struct pc_bstat *ou
 		out->size = 0;
 	}
 	return 0;
+}
+
+/* One statx for the type, the size and the mount (which tells fs_check the
+ * filesystem without an fstatfs per file); fstat where statx is missing
+ * (a seccomp filter from before it). None when the caller gave its own. */
+static int k_fstat(struct pc_backend *b, struct pc_bfile *f, struct pc_bstat *out)
+{
+	struct statx stx;
+	struct stat st;
+
+	(void)b;
+	if (f->have_facts)
+		return type_size(f, f->facts_mode, f->facts_size, out);
+	if (statx(f->fd, "", AT_EMPTY_PATH, STATX_TYPE | STATX_SIZE | STATX_MNT_ID_UNIQUE,
+		  &stx) == 0) {
+		if (stx.stx_mask & STATX_MNT_ID_UNIQUE)
+			f->mnt_id = stx.stx_mnt_id;
+		return type_size(f, stx.stx_mode, stx.stx_size, out);
+	}
+	if (errno != ENOSYS)
+		return pc_neg_errno();
+	if (fstat(f->fd, &st) < 0)
+		return pc_neg_errno();
+	return type_size(f, st.st_mode, st.st_size > 0 ? (uint64_t)st.st_size : 0, out);
 }
 
 /* Map a large file once for all its windows; the mapping is never touched,
@@ -148,21 +184,50 @@ static void map_whole(struct pc_bfile *f, uint64_t ps)
  *   windows), and mincore there reports only the huge PTEs present in the
  *   caller's page tables, not the file's pages; cachestat and RWF_NOWAIT
  *   answer EOPNOTSUPP. Nothing can tell a hugetlbfs file's residency.
- * Learned once per file with fstatfs; a failing fstatfs blinds nothing.
+ * Learned once per file with fstatfs, or once per mount and thread where
+ * k_fstat saw a mount id that the kernel never reuses (a mount's
+ * superblock, and so its filesystem type, never changes); a failing
+ * fstatfs blinds nothing and is not remembered.
  */
+#define PC_MNT_CACHE 8
+
+struct mnt_fs {
+	uint64_t mnt_id;           /* 0: empty slot */
+	int blind_cachestat, blind_mincore;
+};
+
+static __thread struct mnt_fs mnt_cache[PC_MNT_CACHE];
+static __thread unsigned int mnt_cache_next;
+
 static void fs_check(struct pc_bfile *f)
 {
 	struct statfs sfs;
+	struct mnt_fs *m;
 
 	if (f->fs_known)
 		return;
 	f->fs_known = 1;
+	if (f->mnt_id) {
+		for (unsigned int i = 0; i < PC_MNT_CACHE; i++) {
+			if (mnt_cache[i].mnt_id == f->mnt_id) {
+				f->fs_blind_cachestat = mnt_cache[i].blind_cachestat;
+				f->fs_blind_mincore = mnt_cache[i].blind_mincore;
+				return;
+			}
+		}
+	}
 	if (fstatfs(f->fd, &sfs) < 0)
 		return;
 	if ((unsigned long)sfs.f_type == OVERLAYFS_SUPER_MAGIC)
 		f->fs_blind_cachestat = 1;
 	if ((unsigned long)sfs.f_type == HUGETLBFS_MAGIC)
 		f->fs_blind_mincore = 1;
+	if (!f->mnt_id)
+		return;
+	m = &mnt_cache[mnt_cache_next++ % PC_MNT_CACHE];
+	m->mnt_id = f->mnt_id;
+	m->blind_cachestat = f->fs_blind_cachestat;
+	m->blind_mincore = f->fs_blind_mincore;
 }
 
 static int k_mincore(struct pc_backend *b, struct pc_bfile *f, uint64_t page,
@@ -594,4 +659,24 @@ static struct pc_backend kernel_backend = { .ops = &kernel_ops, .ctx = NULL };
 struct pc_backend *pc_kernel_backend(void)
 {
 	return &kernel_backend;
+}
+
+int pc_kernel_residency(int fd, const struct pc_file_facts *facts, uint64_t offset,
+			uint64_t length, unsigned int flags, struct pc_residency **out)
+{
+	/* on the stack: nothing to allocate for the caller's own fd */
+	struct pc_bfile f = { .fd = fd };
+	int ret;
+
+	if (fd < 0)
+		return -EBADF;
+	if (facts) {
+		f.have_facts = 1;
+		f.facts_mode = (mode_t)facts->mode;
+		f.facts_size = facts->file_size;
+		f.mnt_id = facts->mnt_id;
+	}
+	ret = pc_residency_on(&kernel_backend, &f, offset, length, flags, out);
+	k_release(&f);
+	return ret;
 }

@@ -149,5 +149,9 @@ int pc_kernel_io_uring_works(void);
 struct pc_backend *pc_kernel_backend(void);
 /* Wrap an fd the caller owns (not closed by close()). */
 int pc_kernel_bfile_wrap(int fd, struct pc_bfile **out);
+/* pc_residency_on() for the caller's fd on the kernel; with facts (the
+ * caller's statx, pc_file_facts), the backend's fstat answers from them. */
+int pc_kernel_residency(int fd, const struct pc_file_facts *facts, uint64_t offset,
+			uint64_t length, unsigned int flags, struct pc_residency **out);
 
 #endif

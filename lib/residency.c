@@ -13,6 +13,7 @@
 
 #include "backend.h"
 #include "bitmap.h"
+#include "opts.h"
 #include "pc-private.h"
 
 #define PC_RES_ALL_FLAGS (PC_RES_COUNT_ONLY | PC_RES_ALLOW_PERTURB | PC_RES_FORCE_MINCORE | \
@@ -488,18 +489,23 @@ int pc_residency_on(struct pc_backend *b, struct pc_bfile *f, uint64_t offset, u
 PC_EXPORT int pc_residency(int fd, uint64_t offset, uint64_t length, unsigned int flags,
 			   struct pc_residency **out)
 {
-	struct pc_backend *b = pc_kernel_backend();
-	struct pc_bfile *f;
-	int ret;
-
 	if (!out)
 		return -EINVAL;
-	ret = pc_kernel_bfile_wrap(fd, &f);
+	return pc_kernel_residency(fd, NULL, offset, length, flags, out);
+}
+
+PC_EXPORT int pc_residency_facts(int fd, const struct pc_file_facts *facts, uint64_t offset,
+				 uint64_t length, unsigned int flags, struct pc_residency **out)
+{
+	struct pc_file_facts fx;
+	int ret;
+
+	if (!out || !facts)
+		return -EINVAL;
+	ret = pc_opts_copy(&fx, sizeof(fx), facts, facts->size);
 	if (ret < 0)
 		return ret;
-	ret = pc_residency_on(b, f, offset, length, flags, out);
-	b->ops->close(b, f);
-	return ret;
+	return pc_kernel_residency(fd, &fx, offset, length, flags, out);
 }
 
 PC_EXPORT void pc_residency_free(struct pc_residency *r)

@@ -193,7 +193,27 @@ struct call {
 	off_t seek_to;           /* the caller's fd position before the call */
 	int advice;              /* posix_fadvise on the caller's fd, or -1 */
 	int reread_page0;        /* afterwards: evict, read 1 byte at 0 through the fd */
+	int facts;               /* pc_residency_facts() with the test's own statx */
 };
+
+#ifndef STATX_MNT_ID_UNIQUE
+#define STATX_MNT_ID_UNIQUE 0x00004000U
+#endif
+
+/* pc_file_facts from statx(2) of fd, as a tree walk fills them. */
+static int facts_of(int fd, struct pc_file_facts *fx)
+{
+	struct statx stx;
+
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_TYPE | STATX_SIZE | STATX_MNT_ID_UNIQUE, &stx) < 0)
+		return -errno;
+	memset(fx, 0, sizeof(*fx));
+	fx->size = sizeof(*fx);
+	fx->mode = stx.stx_mode;
+	fx->file_size = stx.stx_size;
+	fx->mnt_id = stx.stx_mask & STATX_MNT_ID_UNIQUE ? stx.stx_mnt_id : 0;
+	return 0;
+}
 
 static int call_fn(void *arg, void *buf, size_t bufsize)
 {
@@ -212,7 +232,16 @@ static int call_fn(void *arg, void *buf, size_t bufsize)
 		return -errno;
 	s->pos_before = lseek(fd, 0, SEEK_CUR);
 	s->fl_before = fcntl(fd, F_GETFL);
-	ret = pc_residency(fd, c->offset, c->length, c->flags, &r);
+	if (c->facts) {
+		struct pc_file_facts fx;
+
+		ret = facts_of(fd, &fx);
+		if (ret < 0)
+			return ret;
+		ret = pc_residency_facts(fd, &fx, c->offset, c->length, c->flags, &r);
+	} else {
+		ret = pc_residency(fd, c->offset, c->length, c->flags, &r);
+	}
 	snap_take(s, ret, r);
 	s->pos_after = lseek(fd, 0, SEEK_CUR);
 	s->fl_after = fcntl(fd, F_GETFL);
@@ -420,6 +449,113 @@ START_TEST(count_only_counts_without_bitmap)
 	ck_assert_int_eq(s.source, pc_test_under_valgrind() ? PC_SOURCE_MINCORE
 							     : PC_SOURCE_CACHESTAT);
 	free(truth);
+}
+END_TEST
+
+/* pc_residency_facts(): the caller's statx stands for the library's own,
+ * and the answers are pc_residency()'s. */
+START_TEST(facts_give_the_same_answers)
+{
+	const char *path = pc_test_make_file("facts", FILE_PAGES, 0644, -1, -1);
+	struct call c = { .path = path, .advice = -1, .facts = 1 };
+	struct snap s;
+	unsigned char *truth = pattern_call(path, pat, NPAT, 0, &c, &s, 0);
+
+	assert_snap_exact(&s, truth, 0, FILE_PAGES);
+	ck_assert_uint_eq(s.file_size, FILE_PAGES * ps);
+	free(truth);
+
+	c.flags = PC_RES_COUNT_ONLY;
+	truth = pattern_call(path, pat, NPAT, 0, &c, &s, 0);
+	ck_assert_int_eq(s.ret, 0);
+	ck_assert_int_eq(s.quality, PC_QUALITY_EXACT);
+	ck_assert_uint_eq(s.npages, FILE_PAGES);
+	ck_assert_uint_eq(s.resident, pattern_count(FILE_PAGES, pat, NPAT, 0, FILE_PAGES));
+	ck_assert_int_eq(s.test_first, -ENODATA);
+	ck_assert_int_eq(s.source, pc_test_under_valgrind() ? PC_SOURCE_MINCORE
+							     : PC_SOURCE_CACHESTAT);
+	free(truth);
+
+	/* a range, and twice in a row (the second meets the mount remembered) */
+	c.flags = 0;
+	c.offset = 3 * ps;
+	c.length = 20 * ps;
+	for (int i = 0; i < 2; i++) {
+		truth = pattern_call(path, pat, NPAT, 0, &c, &s, 0);
+		assert_snap_exact(&s, truth, 3, 20);
+		free(truth);
+	}
+}
+END_TEST
+
+/* The facts' size is the file's size as the caller saw it: a file that
+ * grew since is scanned up to that size. */
+START_TEST(facts_size_is_the_callers)
+{
+	const char *path = pc_test_make_file("facts-size", FILE_PAGES, 0644, -1, -1);
+	struct pc_residency *r = NULL;
+	struct pc_file_facts fx;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(facts_of(fd, &fx), 0);
+	fx.file_size = 10 * ps + 1;
+	ck_assert_int_eq(pc_residency_facts(fd, &fx, 0, 0, 0, &r), 0);
+	ck_assert_uint_eq(pc_residency_file_size(r), 10 * ps + 1);
+	ck_assert_uint_eq(pc_residency_npages(r), 11);
+	ck_assert_int_eq(pc_residency_quality(r), PC_QUALITY_EXACT);
+	pc_residency_free(r);
+	close(fd);
+}
+END_TEST
+
+START_TEST(facts_refused)
+{
+	const char *path = pc_test_make_file("facts-bad", 4, 0644, -1, -1);
+	struct pc_residency *sentinel = (struct pc_residency *)&sentinel, *r = sentinel;
+	struct {
+		struct pc_file_facts fx;
+		uint64_t newer;
+	} big;
+	struct pc_file_facts fx;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int dfd = open(pc_test_dir(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_ge(dfd, 0);
+	ck_assert_int_eq(facts_of(fd, &fx), 0);
+	ck_assert_int_eq(pc_residency_facts(fd, NULL, 0, 0, 0, &r), -EINVAL);
+	ck_assert_int_eq(pc_residency_facts(fd, &fx, 0, 0, 0, NULL), -EINVAL);
+	ck_assert_int_eq(pc_residency_facts(fd, &fx, 0, 0, 1u << 30, &r), -EINVAL);
+	fx.size = 4;
+	ck_assert_int_eq(pc_residency_facts(fd, &fx, 0, 0, 0, &r), -EINVAL);
+	/* an older caller's struct without the mode: no type, refused */
+	fx.size = sizeof(size_t);
+	ck_assert_int_eq(pc_residency_facts(fd, &fx, 0, 0, 0, &r), -EINVAL);
+	fx.size = sizeof(fx);
+	/* a newer caller's field this library does not know */
+	memset(&big, 0, sizeof(big));
+	big.fx = fx;
+	big.fx.size = sizeof(big);
+	big.newer = 1;
+	ck_assert_int_eq(pc_residency_facts(fd, &big.fx, 0, 0, 0, &r), -EINVAL);
+	big.newer = 0;
+	ck_assert_int_eq(pc_residency_facts(fd, &big.fx, 0, 0, 0, &r), 0);
+	ck_assert_ptr_ne(r, sentinel);
+	pc_residency_free(r);
+	r = sentinel;
+	/* types the library does not measure */
+	fx.mode = S_IFIFO | 0644;
+	ck_assert_int_eq(pc_residency_facts(fd, &fx, 0, 0, 0, &r), -EINVAL);
+	ck_assert_int_eq(facts_of(dfd, &fx), 0);
+	ck_assert_int_eq(pc_residency_facts(dfd, &fx, 0, 0, 0, &r), -EINVAL);
+	ck_assert_ptr_eq(r, sentinel);
+	/* no fd */
+	ck_assert_int_eq(facts_of(fd, &fx), 0);
+	ck_assert_int_eq(pc_residency_facts(-1, &fx, 0, 0, 0, &r), -EBADF);
+	ck_assert_ptr_eq(r, sentinel);
+	close(dfd);
+	close(fd);
 }
 END_TEST
 
@@ -697,17 +833,22 @@ static void hidden_is_unknown(const char *dir, int writable_dir)
 	const char *path = hidden_file(dir, writable_dir);
 	struct call c = { .path = path, .advice = -1 };
 	struct snap s;
-	unsigned char *truth = pattern_call(path, pat, NPAT, 1, &c, &s, 0);
+	unsigned char *truth;
 
-	assert_snap_unknown(&s);
-	ck_assert_uint_eq(s.npages, FILE_PAGES);
-	ck_assert_int_eq(s.perturbed, 0);
-	free(truth);
+	/* and through pc_residency_facts(): the caller's statx changes nothing */
+	for (c.facts = 0; c.facts < 2; c.facts++) {
+		c.flags = 0;
+		truth = pattern_call(path, pat, NPAT, 1, &c, &s, 0);
+		assert_snap_unknown(&s);
+		ck_assert_uint_eq(s.npages, FILE_PAGES);
+		ck_assert_int_eq(s.perturbed, 0);
+		free(truth);
 
-	c.flags = PC_RES_COUNT_ONLY;
-	truth = pattern_call(path, pat, NPAT, 1, &c, &s, 0);
-	assert_snap_unknown(&s);
-	free(truth);
+		c.flags = PC_RES_COUNT_ONLY;
+		truth = pattern_call(path, pat, NPAT, 1, &c, &s, 0);
+		assert_snap_unknown(&s);
+		free(truth);
+	}
 }
 
 START_TEST(nobody_root_0644_file_is_unknown)
@@ -1711,6 +1852,9 @@ int main(void)
 	tcase_add_test(owned, owned_file_fully_cached_and_evicted);
 	tcase_add_test(owned, owned_0444_file_is_exact_for_its_owner);
 	tcase_add_test(owned, count_only_counts_without_bitmap);
+	tcase_add_test(owned, facts_give_the_same_answers);
+	tcase_add_test(owned, facts_size_is_the_callers);
+	tcase_add_test(owned, facts_refused);
 	tcase_add_test(owned, runs_reproduce_pattern_and_start_inside_a_run);
 	suite_add_tcase(s, owned);
 

@@ -243,14 +243,8 @@ struct snap {
 	int bit[MAXP];
 };
 
-static void snap_fd(int fd, uint64_t off, uint64_t len, unsigned int flags, struct snap *s)
+static void snap_take(struct pc_residency *r, struct snap *s)
 {
-	struct pc_residency *r = NULL;
-
-	memset(s, 0, sizeof(*s));
-	s->ret = pc_residency(fd, off, len, flags, &r);
-	if (s->ret < 0)
-		return;
 	s->first_page = pc_residency_first_page(r);
 	s->npages = pc_residency_npages(r);
 	s->resident = pc_residency_resident(r);
@@ -261,6 +255,38 @@ static void snap_fd(int fd, uint64_t off, uint64_t len, unsigned int flags, stru
 	for (uint64_t i = 0; i < s->npages && i < MAXP; i++)
 		s->bit[i] = pc_residency_test(r, s->first_page + i);
 	pc_residency_free(r);
+}
+
+static void snap_fd(int fd, uint64_t off, uint64_t len, unsigned int flags, struct snap *s)
+{
+	struct pc_residency *r = NULL;
+
+	memset(s, 0, sizeof(*s));
+	s->ret = pc_residency(fd, off, len, flags, &r);
+	if (s->ret == 0)
+		snap_take(r, s);
+}
+
+#ifndef STATX_MNT_ID_UNIQUE
+#define STATX_MNT_ID_UNIQUE 0x00004000U
+#endif
+
+/* The same through pc_residency_facts(), with a statx as a walk takes it. */
+static void snap_fd_facts(int fd, unsigned int flags, struct snap *s)
+{
+	struct pc_residency *r = NULL;
+	struct pc_file_facts fx = { .size = sizeof(fx) };
+	struct statx stx;
+
+	memset(s, 0, sizeof(*s));
+	ck_assert_int_eq(statx(fd, "", AT_EMPTY_PATH,
+			       STATX_TYPE | STATX_SIZE | STATX_MNT_ID_UNIQUE, &stx), 0);
+	fx.mode = stx.stx_mode;
+	fx.file_size = stx.stx_size;
+	fx.mnt_id = stx.stx_mask & STATX_MNT_ID_UNIQUE ? stx.stx_mnt_id : 0;
+	s->ret = pc_residency_facts(fd, &fx, 0, 0, flags, &r);
+	if (s->ret == 0)
+		snap_take(r, s);
 }
 
 struct nobody_call {
@@ -855,7 +881,7 @@ START_TEST(overlayfs_counts_the_real_files_pages)
 	}
 	for (int attempt = 0; attempt < ATTEMPTS && !ok; attempt++) {
 		unsigned char vl[16], vu[16];
-		struct snap sl, su, cl, cu;
+		struct snap sl, su, cl, cu, fl1, fl2, fu1;
 		int fl, fu;
 
 		/* patterns on the real files, where the pages live */
@@ -869,6 +895,11 @@ START_TEST(overlayfs_counts_the_real_files_pages)
 		snap_fd(fu, 0, 0, 0, &su);
 		snap_fd(fl, 0, 0, PC_RES_COUNT_ONLY, &cl);
 		snap_fd(fu, 0, 0, PC_RES_COUNT_ONLY, &cu);
+		/* the caller's statx with the overlay's mount id: overlayfs
+		 * is still known as such, first and when remembered */
+		snap_fd_facts(fl, PC_RES_COUNT_ONLY, &fl1);
+		snap_fd_facts(fl, PC_RES_COUNT_ONLY, &fl2);
+		snap_fd_facts(fu, PC_RES_COUNT_ONLY, &fu1);
 		mincore_fd(fl, 16, vl);
 		mincore_fd(fu, 16, vu);
 		ok = vec_is_pattern(vl, 16, p, ARRAY_LEN(p)) && vec_is_pattern(vu, 16, p, 2);
@@ -885,6 +916,15 @@ START_TEST(overlayfs_counts_the_real_files_pages)
 			ck_assert_uint_eq(cl.resident, ARRAY_LEN(p));
 			ck_assert_int_eq(cl.source, PC_SOURCE_MINCORE);
 			ck_assert_uint_eq(cu.resident, 2);
+			ck_assert_int_eq(fl1.ret, 0);
+			ck_assert_int_eq(fl1.quality, PC_QUALITY_EXACT);
+			ck_assert_uint_eq(fl1.resident, ARRAY_LEN(p));
+			ck_assert_int_eq(fl1.source, PC_SOURCE_MINCORE);
+			ck_assert_int_eq(fl2.ret, 0);
+			ck_assert_uint_eq(fl2.resident, ARRAY_LEN(p));
+			ck_assert_int_eq(fl2.source, PC_SOURCE_MINCORE);
+			ck_assert_int_eq(fu1.ret, 0);
+			ck_assert_uint_eq(fu1.resident, 2);
 			/* cachestat itself counts the overlay inode's empty mapping */
 			ret = pc_cachestat(fl, 0, 0, &cs);
 			ck_assert(ret == 0 || cachestat_missing(ret));

@@ -265,6 +265,34 @@ int pc_residency(int fd, uint64_t offset, uint64_t length, unsigned int flags,
 		 struct pc_residency **out);
 
 /**
+ * What the caller's own statx(2) (or fstat(2)) of an open file said, for
+ * pc_residency_facts(). Options block: set @size first.
+ */
+struct pc_file_facts {
+	size_t size;              /* sizeof(struct pc_file_facts) */
+	uint32_t mode;            /* stx_mode (st_mode): its type bits are used */
+	uint64_t file_size;       /* stx_size (st_size), bytes; block devices: unused */
+	uint64_t mnt_id;          /* stx_mnt_id when stx_mask has STATX_MNT_ID_UNIQUE
+				   * (Linux 6.8+, a mount id never reused); else 0 */
+};
+
+/**
+ * pc_residency_facts() - pc_residency() for an @fd that the caller has just
+ * statx'ed: @facts stand for the library's own statx of @fd, and with a
+ * unique mount id the filesystem's type is remembered per mount (per
+ * thread) instead of asked with fstatfs(2) for each file. In a tree walk
+ * that is one or two system calls less per file. The answer, its labels and
+ * its errors are pc_residency()'s for a file of that type and size; @facts
+ * must describe @fd (the wrong mount id can label overlayfs's empty
+ * cachestat count as exact). A @mode that is neither a regular file nor a
+ * block device gives -EINVAL; @facts NULL or with a @size too small or
+ * with unknown non-zero fields after this struct gives -EINVAL.
+ * @since 0.1
+ */
+int pc_residency_facts(int fd, const struct pc_file_facts *facts, uint64_t offset,
+		       uint64_t length, unsigned int flags, struct pc_residency **out);
+
+/**
  * pc_residency_mem() - residency of the caller's own mapping at @addr (page
  * aligned) for @length bytes, as mincore(2) shows it. Anonymous memory and
  * files the caller may see are EXACT; a file mapping the kernel hides is

@@ -55,6 +55,9 @@ int file_bytes(int fd, const struct stat *st, uint64_t *out);
  * Returns the fd, -EINVAL when it is not a regular file (nothing was opened;
  * *st says what it is), or -errno. */
 int open_regular_at(int dirfd, const char *path, struct stat *st);
+/* fstat(2) of fd through statx(2), which also tells the mount: *mnt_id
+ * gets its unique id (never reused; Linux 6.8+), or 0. 0 or -errno. */
+int file_statx(int fd, struct stat *st, uint64_t *mnt_id);
 
 /* A progress line on stderr for work longer than about a second, redrawn
  * at most four times a second; only when enabled (a terminal, no -q). */
@@ -207,19 +210,58 @@ bool cap_effective(int cap);
 
 /* ---- walk.c ---- */
 struct walk;
+struct walk_file;
 
 struct walk_ops {
 	/* An open regular file (or a block device named on the command line):
-	 * fd is O_RDONLY|O_NONBLOCK, st its fstat. Return 0, or -errno to
-	 * report an error for this file (the walk goes on). The walk closes
-	 * fd after the call, unless takes_fd: then file() owns it, always. */
-	int (*file)(void *ctx, int fd, const struct stat *st, const char *path, size_t pathlen);
+	 * fd is O_RDONLY|O_NONBLOCK, st its fstat (taken with file_statx),
+	 * mnt_id its unique mount id or 0 (for pc_residency_facts). Return 0,
+	 * or -errno to report an error for this file (the walk goes on). The
+	 * walk closes fd after the call, unless takes_fd: then file() owns
+	 * it, always. */
+	int (*file)(void *ctx, int fd, const struct stat *st, uint64_t mnt_id, const char *path,
+		    size_t pathlen);
 	/* Something skipped that is not a failure (a FIFO, a symlink ...). */
 	void (*note)(void *ctx, const char *path, size_t pathlen, const char *why);
 	/* A failure on path: err is -errno; msg, when not NULL, says it better
 	 * than strerror. */
 	void (*error)(void *ctx, const char *path, size_t pathlen, int err, const char *msg);
 	bool takes_fd;
+	/* When set (the pipeline), the walk does not check the files it opens
+	 * but hands each over as it is, maybe not even fstat'ed, and takes
+	 * *f's fd with it (closed also on failure); whoever runs the callbacks
+	 * checks them with walk_check(), in the walk's order. 0 or -ENOMEM. */
+	int (*check)(void *ctx, struct walk *w, const struct walk_file *f);
+	/* With check: true while the checking side is behind; the walk then
+	 * takes each file's statx and type check itself, so that the work
+	 * goes where there is time for it. NULL: never. */
+	bool (*busy)(void *ctx);
+	/* Optional, with a pipeline: the part of file() that needs no order
+	 * (the residency call), which the pipeline runs on the walking thread
+	 * while the other one is behind, before the checks. It takes fd and
+	 * closes it: 0 and *pre, or -errno with fd left open (file() then
+	 * runs as usual). walk_check gives *pre to emit(), which stands in
+	 * for file(), when the file passes the checks, else to discard(). */
+	int (*measure)(void *ctx, int fd, const struct stat *st, uint64_t mnt_id, void **pre);
+	int (*emit)(void *ctx, void *pre, const struct stat *st, const char *path,
+		    size_t pathlen);
+	void (*discard)(void *ctx, void *pre);
+};
+
+/* A file the walk opened, for walk_check(). */
+struct walk_file {
+	int fd;
+	bool has_st;          /* st and mnt_id are set; else walk_check statx's fd
+			       * and skips it (with a note) unless regular */
+	bool from_fd;         /* walk_fd (--pid): met again, skipped without a note */
+	bool keep_fd;         /* walk_check leaves fd open, the caller closes it
+			       * (not with ops->takes_fd) */
+	void *pre;            /* from ops->measure (has_st is set, fd closed) */
+	struct stat st;
+	uint64_t mnt_id;
+	dev_t root_dev;       /* the device of its PATH (-x) */
+	const char *path;
+	size_t pathlen;
 };
 
 struct walk_opts {
@@ -247,6 +289,12 @@ int walk_fd(struct walk *w, int fd, const char *path, size_t pathlen);
 void walk_error(struct walk *w, const char *path, size_t pathlen, int err, const char *msg);
 void walk_note(struct walk *w, const char *path, size_t pathlen, const char *why);
 void walk_free(struct walk *w);
+/* The checks the walk makes of each file it opened (its type, -x, counted
+ * once), then ops->file (or ops->note / ops->error); closes f->fd unless
+ * ops->takes_fd or f->keep_fd. Only one thread may check a walk's files, in its order:
+ * the walking thread, or (with ops->check) the one that runs the
+ * callbacks. 0 or -ENOMEM. */
+int walk_check(struct walk *w, const struct walk_ops *ops, void *ctx, const struct walk_file *f);
 
 /* ---- pipeline.c: a second thread for the walk's callbacks ---- */
 struct pipeline;

@@ -189,7 +189,8 @@ static int collect_runs(struct dump_ctx *c, const struct pc_residency *r, size_t
 	return 0;
 }
 
-static int on_file(void *ctx, int fd, const struct stat *st, const char *path, size_t len)
+static int on_file(void *ctx, int fd, const struct stat *st, uint64_t mnt_id,
+		   const char *path, size_t len)
 {
 	struct dump_ctx *c = ctx;
 	struct pc_snapshot_file meta = { .size = sizeof(meta) };

@@ -74,7 +74,8 @@ static void text_amount(uint64_t pages, bool known, char *buf, size_t size)
 	human_bytes(pages * (uint64_t)pc_page_size(), buf, size);
 }
 
-static int on_file(void *ctx, int fd, const struct stat *st, const char *path, size_t len)
+static int on_file(void *ctx, int fd, const struct stat *st, uint64_t mnt_id,
+		   const char *path, size_t len)
 {
 	struct evict_ctx *c = ctx;
 	uint64_t size, npages = 0, before = 0, after = 0;

@@ -104,7 +104,8 @@ static int lock_range(void *addr, size_t len)
 	return 0;
 }
 
-static int on_file(void *ctx, int fd, const struct stat *st, const char *path, size_t len)
+static int on_file(void *ctx, int fd, const struct stat *st, uint64_t mnt_id,
+		   const char *path, size_t len)
 {
 	struct lock_ctx *c = ctx;
 	uint64_t ps = (uint64_t)pc_page_size();

@@ -1,8 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Two threads for one walk: the walking thread reads directories, opens
- * and fstats files; a second thread runs the command's callbacks (the
- * residency call, the output) on what the walk found. The events travel in
+ * Two threads for one walk: the walking thread reads directories and opens
+ * files; a second thread checks them (statx, type, -x, counted once: the
+ * walk's own checks, walk_check) and runs the command's callbacks (the
+ * residency call, the output) on them. Opening is the walk's largest cost,
+ * so the statx goes to the other side, where the library is handed it
+ * (pc_residency_facts) instead of taking its own. While that side is
+ * behind (or not running: other processes want the CPUs too), the walker
+ * takes the statx back, measures the files itself where the command can
+ * measure apart from reporting (walk_ops.measure), and closes the fds the
+ * consumer is done with, so that both stay busy whichever is faster and
+ * the walk never waits long for the other thread. The events travel in
  * batches through a bounded queue and are handled in the order the walk
  * made them, with one consumer, so the output is the same as without the
  * pipeline. The open fds in flight are bounded by the queue's size.
@@ -17,16 +25,23 @@
 
 #include "cli.h"
 
-#define BATCH_EVENTS 128
-#define MAX_BATCHES 8
+/* Small batches, so that the consumer gets work soon after it asks. */
+#define BATCH_EVENTS 32
+#define MAX_BATCHES 32
+/* Queued batches from which the consumer counts as behind: the walker
+ * then takes the statx of the files it opens itself, measures them, and
+ * closes the fds the consumer is done with. One: whatever the consumer
+ * has not taken yet, the walker might as well do (when other processes
+ * keep the second CPU busy, the walk then runs about as one thread
+ * would, instead of waiting for the other). */
+#define BUSY_BATCHES 1
 
 enum event_type { EV_FILE, EV_NOTE, EV_ERROR };
 
 struct event {
 	enum event_type type;
-	int fd;
 	int err;
-	struct stat st;
+	struct walk_file f;       /* EV_FILE; f.path is set when handled */
 	size_t path, pathlen;     /* offsets into the batch's text */
 	size_t msg;               /* SIZE_MAX: none */
 };
@@ -34,6 +49,11 @@ struct event {
 struct batch {
 	struct event ev[BATCH_EVENTS];
 	size_t n;
+	/* fds the consumer was done with while it was behind: the walker
+	 * closes them when it takes the batch again (closing is a good part
+	 * of a file's cost, and the walker is the one with time then) */
+	int closefds[BATCH_EVENTS];
+	size_t nclose;
 	struct buf text;
 	struct batch *next;
 };
@@ -48,12 +68,25 @@ struct pipeline {
 	struct batch *free_list;
 	size_t nbatches, max_batches;
 	struct batch *filling;     /* the walker's */
+	struct walk *walk;         /* set by the walker before its first file */
 	bool done;                 /* no more batches will come */
+	atomic_size_t queued;      /* batches waiting for the consumer */
+	int force_behind;          /* -1, or the test's choice: 1 always, 0 never */
 	atomic_int failed;         /* -ENOMEM from the consumer */
 };
 
+/* The consumer has a backlog: the walker should take on more. */
+static bool behind(struct pipeline *p)
+{
+	if (p->force_behind >= 0)
+		return p->force_behind;
+	return atomic_load_explicit(&p->queued, memory_order_relaxed) >= BUSY_BATCHES;
+}
+
 static void handle(struct pipeline *p, struct batch *b)
 {
+	bool defer_close = !p->inner->takes_fd && behind(p);
+
 	for (size_t i = 0; i < b->n; i++) {
 		struct event *e = &b->ev[i];
 		const char *path = b->text.data + e->path;
@@ -63,15 +96,20 @@ static void handle(struct pipeline *p, struct batch *b)
 		switch (e->type) {
 		case EV_FILE:
 			if (p->failed) {
-				close(e->fd);
+				if (e->f.pre)
+					p->inner->discard(p->inner_ctx, e->f.pre);
+				else
+					close(e->f.fd);
 				break;
 			}
-			ret = p->inner->file(p->inner_ctx, e->fd, &e->st, path, e->pathlen);
-			close(e->fd);
+			e->f.path = path;
+			e->f.pathlen = e->pathlen;
+			e->f.keep_fd = defer_close && !e->f.pre;
+			ret = walk_check(p->walk, p->inner, p->inner_ctx, &e->f);
+			if (e->f.keep_fd)
+				b->closefds[b->nclose++] = e->f.fd;
 			if (ret == -ENOMEM)
 				p->failed = ret; /* the walker sees it at its next push */
-			else if (ret < 0)
-				p->inner->error(p->inner_ctx, path, e->pathlen, ret, NULL);
 			break;
 		case EV_NOTE:
 			p->inner->note(p->inner_ctx, path, e->pathlen, msg);
@@ -101,6 +139,7 @@ static void *consumer(void *arg)
 		p->head = b->next;
 		if (!p->head)
 			p->tail = NULL;
+		atomic_fetch_sub_explicit(&p->queued, 1, memory_order_relaxed);
 		pthread_mutex_unlock(&p->lock);
 		handle(p, b);
 		pthread_mutex_lock(&p->lock);
@@ -110,6 +149,13 @@ static void *consumer(void *arg)
 	}
 	pthread_mutex_unlock(&p->lock);
 	return NULL;
+}
+
+static void close_deferred(struct batch *b)
+{
+	for (size_t i = 0; i < b->nclose; i++)
+		close(b->closefds[i]);
+	b->nclose = 0;
 }
 
 /* Queue the walker's batch and get an empty one; -ENOMEM. */
@@ -125,6 +171,7 @@ static int push(struct pipeline *p)
 	else
 		p->head = b;
 	p->tail = b;
+	atomic_fetch_add_explicit(&p->queued, 1, memory_order_relaxed);
 	p->filling = NULL;
 	pthread_cond_broadcast(&p->cond);
 	while (!p->free_list && p->nbatches >= p->max_batches)
@@ -135,6 +182,8 @@ static int push(struct pipeline *p)
 	}
 	ret = p->failed;
 	pthread_mutex_unlock(&p->lock);
+	if (p->filling)
+		close_deferred(p->filling);
 	if (!p->filling) {
 		p->filling = calloc(1, sizeof(*p->filling));
 		if (!p->filling)
@@ -146,9 +195,8 @@ static int push(struct pipeline *p)
 
 /* Queue an event; *queued tells whether it went in (and, for a file,
  * whether the fd now belongs to the queue), also when -ENOMEM comes back. */
-static int add(struct pipeline *p, enum event_type type, int fd, int err,
-	       const struct stat *st, const char *path, size_t pathlen, const char *msg,
-	       bool *queued)
+static int add(struct pipeline *p, enum event_type type, const struct walk_file *f, int err,
+	       const char *path, size_t pathlen, const char *msg, bool *queued)
 {
 	struct batch *b = p->filling;
 	struct event *e;
@@ -158,10 +206,9 @@ static int add(struct pipeline *p, enum event_type type, int fd, int err,
 		return -ENOMEM;
 	e = &b->ev[b->n];
 	e->type = type;
-	e->fd = fd;
 	e->err = err;
-	if (st)
-		e->st = *st;
+	if (f)
+		e->f = *f;
 	e->path = b->text.len;
 	e->pathlen = pathlen;
 	e->msg = SIZE_MAX;
@@ -179,13 +226,25 @@ static int add(struct pipeline *p, enum event_type type, int fd, int err,
 	return 0;
 }
 
-static int on_file(void *ctx, int fd, const struct stat *st, const char *path, size_t len)
+static int on_check(void *ctx, struct walk *w, const struct walk_file *f)
 {
+	struct pipeline *p = ctx;
+	struct walk_file g = *f;
 	bool queued;
-	int ret = add(ctx, EV_FILE, fd, 0, st, path, len, NULL, &queued);
+	int ret;
 
-	if (!queued)
-		close(fd);
+	p->walk = w;
+	/* the consumer is behind: measure here, it only has to report */
+	if (f->has_st && p->inner->measure && behind(p) &&
+	    p->inner->measure(p->inner_ctx, f->fd, &f->st, f->mnt_id, &g.pre) == 0)
+		g.fd = -1;
+	ret = add(p, EV_FILE, &g, 0, f->path, f->pathlen, NULL, &queued);
+	if (!queued) {
+		if (g.pre)
+			p->inner->discard(p->inner_ctx, g.pre);
+		else
+			close(g.fd);
+	}
 	return ret;
 }
 
@@ -195,21 +254,26 @@ static void on_note(void *ctx, const char *path, size_t len, const char *why)
 {
 	bool queued;
 
-	add(ctx, EV_NOTE, -1, 0, NULL, path, len, why, &queued);
+	add(ctx, EV_NOTE, NULL, 0, path, len, why, &queued);
 }
 
 static void on_error(void *ctx, const char *path, size_t len, int err, const char *msg)
 {
 	bool queued;
 
-	add(ctx, EV_ERROR, -1, err, NULL, path, len, msg, &queued);
+	add(ctx, EV_ERROR, NULL, err, path, len, msg, &queued);
+}
+
+static bool busy(void *ctx)
+{
+	return behind(ctx);
 }
 
 const struct walk_ops pipeline_walk_ops = {
-	.file = on_file,
 	.note = on_note,
 	.error = on_error,
-	.takes_fd = true,
+	.check = on_check,
+	.busy = busy,
 };
 
 int pipeline_new(const struct walk_ops *inner, void *inner_ctx, struct pipeline **out)
@@ -218,6 +282,7 @@ int pipeline_new(const struct walk_ops *inner, void *inner_ctx, struct pipeline 
 	struct rlimit rl;
 	size_t max = MAX_BATCHES;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	const char *test;
 
 	/* one CPU: the second thread would only add switches */
 	if (ncpu == 1)
@@ -238,6 +303,11 @@ int pipeline_new(const struct walk_ops *inner, void *inner_ctx, struct pipeline 
 	p->inner = inner;
 	p->inner_ctx = inner_ctx;
 	p->max_batches = max;
+	/* for the tests, whatever the timing: PC_PIPELINE_TEST=walker has the
+	 * walker do all it can, =consumer leaves all to the consumer */
+	test = getenv("PC_PIPELINE_TEST");
+	p->force_behind = !test ? -1 : strcmp(test, "walker") == 0 ? 1 :
+			  strcmp(test, "consumer") == 0 ? 0 : -1;
 	p->filling = calloc(1, sizeof(*p->filling));
 	if (!p->filling) {
 		free(p);
@@ -259,6 +329,7 @@ int pipeline_new(const struct walk_ops *inner, void *inner_ctx, struct pipeline 
 
 static void free_batch(struct batch *b)
 {
+	close_deferred(b);
 	buf_free(&b->text);
 	free(b);
 }

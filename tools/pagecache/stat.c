@@ -58,9 +58,9 @@ static const char stat_usage_tail[] =
 	"\n"
 	"Speed:\n"
 	"      --threads N         1: walk and measure on one thread; 2 (the\n"
-	"                          default with more than one CPU): measure and\n"
-	"                          print on a second thread while the walk goes on;\n"
-	"                          the output is the same\n"
+	"                          default with more than one CPU): measure on\n"
+	"                          both, print on the second, while the walk goes\n"
+	"                          on; the output is the same\n"
 	"\n"
 	"  -h, --help              show this help\n"
 	"\n"
@@ -258,41 +258,69 @@ static int sort_cmp(const void *pa, const void *pb)
 
 /* ---- the walk's callbacks ---- */
 
-static int on_file(void *ctx, int fd, const struct stat *st, const char *path, size_t len)
-{
-	struct stat_ctx *c = ctx;
-	struct pc_residency *r = NULL;
-	struct row row = { 0 };
-	int ret;
+/* What a file's residency call found: the part of a file's work that
+ * needs no order, so the pipeline may do it on either thread. */
+struct measured {
+	int ret;                   /* pc_residency's error */
+	bool filtered;             /* over --max-size */
+	struct row row;            /* without its path; row.r kept for --map */
+};
 
+static void measure(const struct stat_ctx *c, int fd, const struct stat *st, uint64_t mnt_id,
+		    struct measured *m)
+{
+	struct pc_residency *r = NULL;
+	/* the walk's statx stands for the library's own */
+	struct pc_file_facts facts = {
+		.size = sizeof(facts),
+		.mode = st->st_mode,
+		.file_size = st->st_size > 0 ? (uint64_t)st->st_size : 0,
+		.mnt_id = mnt_id,
+	};
+	struct row *row = &m->row;
+
+	memset(m, 0, sizeof(*m));
 	if (S_ISREG(st->st_mode) && (uint64_t)st->st_size > c->max_size) {
-		c->t.filtered++;
-		return 0;
+		m->filtered = true;
+		return;
 	}
-	ret = pc_residency(fd, 0, 0, c->res_flags, &r);
-	if (ret < 0)
-		return ret;
-	row.path = (char *)path;
-	row.pathlen = len;
-	row.block = S_ISBLK(st->st_mode);
-	row.size = pc_residency_file_size(r);
-	if (row.block && row.size > c->max_size) {
+	m->ret = pc_residency_facts(fd, &facts, 0, 0, c->res_flags, &r);
+	if (m->ret < 0)
+		return;
+	row->block = S_ISBLK(st->st_mode);
+	row->size = pc_residency_file_size(r);
+	if (row->block && row->size > c->max_size) {
 		pc_residency_free(r);
-		c->t.filtered++;
-		return 0;
+		m->filtered = true;
+		return;
 	}
-	row.pages = pc_residency_npages(r);
-	row.resident = pc_residency_resident(r);
-	row.quality = pc_residency_quality(r);
-	row.source = pc_residency_source(r);
-	row.perturbed = pc_residency_perturbed(r) > 0;
-	if (c->stats && row.quality != PC_QUALITY_UNKNOWN)
-		row.has_cs = pc_cachestat(fd, 0, 0, &row.cs) == 0;
+	row->pages = pc_residency_npages(r);
+	row->resident = pc_residency_resident(r);
+	row->quality = pc_residency_quality(r);
+	row->source = pc_residency_source(r);
+	row->perturbed = pc_residency_perturbed(r) > 0;
+	if (c->stats && row->quality != PC_QUALITY_UNKNOWN)
+		row->has_cs = pc_cachestat(fd, 0, 0, &row->cs) == 0;
 	if (c->rep.map)
-		row.r = r;
+		row->r = r;
 	else
 		pc_residency_free(r);
+}
 
+/* The rest, in the walk's order: totals and output. Takes m->row.r. */
+static int report_file(struct stat_ctx *c, struct measured *m, const char *path, size_t len)
+{
+	struct row row = m->row;
+	int ret = 0;
+
+	if (m->filtered) {
+		c->t.filtered++;
+		return 0;
+	}
+	if (m->ret < 0)
+		return m->ret;
+	row.path = (char *)path;
+	row.pathlen = len;
 	c->t.files++;
 	c->t.size += row.size;
 	c->t.pages += row.pages;
@@ -315,6 +343,43 @@ static int on_file(void *ctx, int fd, const struct stat *st, const char *path, s
 	}
 	progress_tick(c);
 	return ret;
+}
+
+static int on_file(void *ctx, int fd, const struct stat *st, uint64_t mnt_id, const char *path,
+		   size_t len)
+{
+	struct measured m;
+
+	measure(ctx, fd, st, mnt_id, &m);
+	return report_file(ctx, &m, path, len);
+}
+
+static int on_measure(void *ctx, int fd, const struct stat *st, uint64_t mnt_id, void **pre)
+{
+	struct measured *m = malloc(sizeof(*m));
+
+	if (!m)
+		return -ENOMEM;
+	measure(ctx, fd, st, mnt_id, m);
+	close(fd);
+	*pre = m;
+	return 0;
+}
+
+static int on_emit(void *ctx, void *pre, const struct stat *st, const char *path, size_t len)
+{
+	int ret = report_file(ctx, pre, path, len);
+
+	free(pre);
+	return ret;
+}
+
+static void on_discard(void *ctx, void *pre)
+{
+	struct measured *m = pre;
+
+	pc_residency_free(m->row.r);
+	free(m);
 }
 
 static void on_note(void *ctx, const char *path, size_t len, const char *why)
@@ -343,6 +408,9 @@ static const struct walk_ops stat_walk_ops = {
 	.file = on_file,
 	.note = on_note,
 	.error = on_error,
+	.measure = on_measure,
+	.emit = on_emit,
+	.discard = on_discard,
 };
 
 int cmd_stat(int argc, char **argv)

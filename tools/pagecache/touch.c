@@ -250,7 +250,8 @@ static int touch_uring(struct touch_ctx *c, int fd, uint64_t start, uint64_t end
 	return ret;
 }
 
-static int on_file(void *ctx, int fd, const struct stat *st, const char *path, size_t len)
+static int on_file(void *ctx, int fd, const struct stat *st, uint64_t mnt_id,
+		   const char *path, size_t len)
 {
 	struct touch_ctx *c = ctx;
 	uint64_t ps = (uint64_t)pc_page_size();

@@ -253,36 +253,86 @@ static const char *base_name(const char *path, size_t len)
 	return path;
 }
 
-/* An open file with its fstat: check it and hand it over. Closes fd.
- * A file met again is skipped, with a note unless from_fd (--pid). */
-static int measure(struct walk *w, int fd, const struct stat *st, bool from_fd)
+/* A file that does not pass the checks: its fd, or what was measured. */
+static void drop(const struct walk_ops *ops, void *ctx, const struct walk_file *f)
 {
+	if (f->pre)
+		ops->discard(ctx, f->pre);
+	else if (!f->keep_fd)
+		close(f->fd);
+}
+
+int walk_check(struct walk *w, const struct walk_ops *ops, void *ctx, const struct walk_file *f)
+{
+	const struct stat *st = &f->st;
+	uint64_t mnt_id = f->mnt_id;
+	struct stat stbuf;
 	int ret;
 
-	if (w->opts.one_fs && st->st_dev != w->root_dev) {
-		note(w, "skipped: on another filesystem (-x)");
-		close(fd);
+	if (!f->has_st) {
+		ret = file_statx(f->fd, &stbuf, &mnt_id);
+		if (ret < 0) {
+			ops->error(ctx, f->path, f->pathlen, ret, NULL);
+			drop(ops, ctx, f);
+			return 0;
+		}
+		st = &stbuf;
+		if (!S_ISREG(st->st_mode)) {
+			ops->note(ctx, f->path, f->pathlen, type_note(st->st_mode));
+			drop(ops, ctx, f);
+			return 0;
+		}
+	}
+	if (w->opts.one_fs && st->st_dev != f->root_dev) {
+		ops->note(ctx, f->path, f->pathlen, "skipped: on another filesystem (-x)");
+		drop(ops, ctx, f);
 		return 0;
 	}
 	/* a file with one link in a single root's walk cannot come again
 	 * (its directory could, through a bind mount: that is skipped whole);
 	 * it is still looked up, in case it lost links since it was met */
-	if (from_fd || !w->opts.one_root || w->opts.follow || st->st_nlink > 1)
+	if (f->from_fd || !w->opts.one_root || w->opts.follow || st->st_nlink > 1)
 		ret = inode_set_add(&w->seen, st->st_dev, st->st_ino);
 	else
 		ret = inode_set_has(&w->seen, st->st_dev, st->st_ino) ? 0 : 1;
-	if (ret == 0 && !from_fd)
-		note(w, "skipped: a hard link to a file already counted");
+	if (ret == 0 && !f->from_fd)
+		ops->note(ctx, f->path, f->pathlen, "skipped: a hard link to a file already counted");
 	if (ret != 1) {
-		close(fd);
+		drop(ops, ctx, f);
 		return ret == -ENOMEM ? ret : 0;
 	}
-	ret = w->ops->file(w->ctx, fd, st, w->path.data, w->path.len);
+	if (f->pre) {
+		ret = ops->emit(ctx, f->pre, st, f->path, f->pathlen);
+	} else {
+		ret = ops->file(ctx, f->fd, st, mnt_id, f->path, f->pathlen);
+		if (!ops->takes_fd && !f->keep_fd)
+			close(f->fd);
+	}
 	if (ret < 0 && ret != -ENOMEM)
-		error(w, ret);
-	if (!w->ops->takes_fd)
-		close(fd);
+		ops->error(ctx, f->path, f->pathlen, ret, NULL);
 	return ret == -ENOMEM ? ret : 0;
+}
+
+/* An open file found at w->path, st its fstat (NULL: not taken yet, only
+ * with ops->check): checked here, or handed over to be checked in order.
+ * Closes fd. 0 or -ENOMEM. */
+static int measure(struct walk *w, int fd, const struct stat *st, uint64_t mnt_id, bool from_fd)
+{
+	struct walk_file f = {
+		.fd = fd,
+		.has_st = st != NULL,
+		.from_fd = from_fd,
+		.mnt_id = mnt_id,
+		.root_dev = w->root_dev,
+		.path = w->path.data,
+		.pathlen = w->path.len,
+	};
+
+	if (st)
+		f.st = *st;
+	if (w->ops->check)
+		return w->ops->check(w->ctx, w, &f);
+	return walk_check(w, w->ops, w->ctx, &f);
 }
 
 static int set_path(struct walk *w, size_t prefix, const char *name)
@@ -491,7 +541,8 @@ static int reopen(int pathfd, int dirfd, const char *name, bool follow, int flag
 static int visit(struct walk *w, int dirfd, const char *name, unsigned char dtype)
 {
 	mode_t mode = dtype_mode(dtype);
-	int fd, pathfd = -1;
+	int fd, pathfd = -1, ret;
+	uint64_t mnt_id;
 	struct stat st;
 
 	/* What readdir could not tell, or a symlink to follow: decided on an
@@ -569,8 +620,13 @@ static int visit(struct walk *w, int dirfd, const char *name, unsigned char dtyp
 			error(w, fd);
 		return 0;
 	}
-	if (fstat(fd, &st) < 0) {
-		error(w, -errno);
+	/* the pipeline's other thread takes the statx and the checks,
+	 * unless it is behind */
+	if (w->ops->check && !(w->ops->busy && w->ops->busy(w->ctx)))
+		return measure(w, fd, NULL, 0, false);
+	ret = file_statx(fd, &st, &mnt_id);
+	if (ret < 0) {
+		error(w, ret);
 		close(fd);
 		return 0;
 	}
@@ -579,7 +635,7 @@ static int visit(struct walk *w, int dirfd, const char *name, unsigned char dtyp
 		close(fd);
 		return 0;
 	}
-	return measure(w, fd, &st, false);
+	return measure(w, fd, &st, mnt_id, false);
 }
 
 static int walk_tree(struct walk *w, int fd, const struct stat *st)
@@ -616,6 +672,7 @@ static int walk_tree(struct walk *w, int fd, const struct stat *st)
 
 int walk_path(struct walk *w, const char *path)
 {
+	uint64_t mnt_id;
 	struct stat st;
 	int fd, pathfd, ret;
 
@@ -648,8 +705,9 @@ int walk_path(struct walk *w, const char *path)
 		error(w, fd);
 		return 0;
 	}
-	if (fstat(fd, &st) < 0) {
-		error(w, -errno);
+	ret = file_statx(fd, &st, &mnt_id);
+	if (ret < 0) {
+		error(w, ret);
 		close(fd);
 		return 0;
 	}
@@ -661,20 +719,23 @@ int walk_path(struct walk *w, const char *path)
 		close(fd);
 		return 0;
 	}
-	return measure(w, fd, &st, false);
+	return measure(w, fd, &st, mnt_id, false);
 }
 
 int walk_fd(struct walk *w, int fd, const char *path, size_t pathlen)
 {
+	uint64_t mnt_id;
 	struct stat st;
+	int ret;
 
 	w->path.len = 0;
 	if (buf_append(&w->path, path, pathlen) < 0) {
 		close(fd);
 		return -ENOMEM;
 	}
-	if (fstat(fd, &st) < 0) {
-		error(w, -errno);
+	ret = file_statx(fd, &st, &mnt_id);
+	if (ret < 0) {
+		error(w, ret);
 		close(fd);
 		return 0;
 	}
@@ -690,7 +751,7 @@ int walk_fd(struct walk *w, int fd, const char *path, size_t pathlen)
 	}
 	w->root_dev = st.st_dev;
 	/* a process holds a file open and mapped, or mapped many times */
-	return measure(w, fd, &st, true);
+	return measure(w, fd, &st, mnt_id, true);
 }
 
 void walk_error(struct walk *w, const char *path, size_t pathlen, int err, const char *msg)
