@@ -729,8 +729,13 @@ static void happycache_text_seeds(void)
 
 int main(int argc, char **argv)
 {
-	if (argc != 2) {
-		fprintf(stderr, "usage: mkcorpus OUTDIR\n");
+	if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+		printf("usage: mkcorpus OUTDIR\nWrites the fuzzers' seeds into OUTDIR/<target>/.\n");
+		return 0;
+	}
+	if (argc != 2 || argv[1][0] == '-') {
+		fprintf(stderr, "usage: mkcorpus OUTDIR (an OUTDIR starting with '-': write ./%s)\n",
+			argc == 2 ? argv[1] : "-x");
 		return 2;
 	}
 	outdir = argv[1];
