@@ -233,7 +233,10 @@ static int on_check(void *ctx, struct walk *w, const struct walk_file *f)
 	bool queued;
 	int ret;
 
-	p->walk = w;
+	/* set once, before the first batch goes to the consumer (through the
+	 * lock); written on every call it raced with the consumer's reads */
+	if (!p->walk)
+		p->walk = w;
 	/* the consumer is behind: measure here, it only has to report */
 	if (f->has_st && p->inner->measure && behind(p) &&
 	    p->inner->measure(p->inner_ctx, f->fd, &f->st, f->mnt_id, &g.pre) == 0)
