@@ -194,6 +194,13 @@ static int on_file(void *ctx, int fd, const struct stat *st, uint64_t mnt_id,
 {
 	struct dump_ctx *c = ctx;
 	struct pc_snapshot_file meta = { .size = sizeof(meta) };
+	/* the walk's statx stands for the library's own */
+	struct pc_file_facts facts = {
+		.size = sizeof(facts),
+		.mode = st->st_mode,
+		.file_size = st->st_size > 0 ? (uint64_t)st->st_size : 0,
+		.mnt_id = mnt_id,
+	};
 	struct pc_residency *r = NULL;
 	size_t nruns = 0;
 	int ret;
@@ -218,14 +225,14 @@ static int on_file(void *ctx, int fd, const struct stat *st, uint64_t mnt_id,
 	 * usual way (and that answer is kept when it has no runs to lose).
 	 * Not with --allow-perturb: a second probe would see the pages the
 	 * first one cached. */
-	ret = pc_residency(fd, 0, 0, c->res_flags | (c->res_flags & PC_RES_ALLOW_PERTURB ? 0 :
-						     PC_RES_COUNT_ONLY), &r);
+	ret = pc_residency_facts(fd, &facts, 0, 0, c->res_flags |
+				 (c->res_flags & PC_RES_ALLOW_PERTURB ? 0 : PC_RES_COUNT_ONLY), &r);
 	if (ret == 0 && !(c->res_flags & PC_RES_ALLOW_PERTURB) &&
 	    pc_residency_quality(r) != PC_QUALITY_UNKNOWN &&
 	    pc_residency_resident(r) != 0 && pc_residency_resident(r) != pc_residency_npages(r)) {
 		pc_residency_free(r);
 		r = NULL;
-		ret = pc_residency(fd, 0, 0, c->res_flags, &r);
+		ret = pc_residency_facts(fd, &facts, 0, 0, c->res_flags, &r);
 	}
 	if (ret < 0)
 		return ret;
@@ -450,6 +457,9 @@ int cmd_dump(int argc, char **argv)
 	struct pc_snapshot_info info = { .size = sizeof(info) };
 	struct hc_out ho = { .fd = -1, .dirfd = -1 };
 	struct walk *w = NULL;
+	struct pipeline *pl = NULL;
+	const struct walk_ops *ops = &dump_walk_ops;
+	void *ops_ctx = &c;
 	const char *out = NULL, *root_arg = NULL;
 	char *root = NULL;
 	bool json = false, to_stdout;
@@ -578,7 +588,15 @@ int cmd_dump(int argc, char **argv)
 
 	c.max_size = sel.max_size;
 	progress_init(&c.progress, !c.quiet && isatty(STDERR_FILENO));
-	if (walk_new(&sel.wo, &dump_walk_ops, &c, &w) < 0)
+	/* One tree, the usual case: this thread reads the directories and
+	 * opens the files, a second one (the pipeline, in the walk's order)
+	 * measures them and writes the snapshot. With several paths the root
+	 * prefix changes between them: one thread. */
+	if (argc - optind == 1 && pipeline_new(&dump_walk_ops, &c, &pl) == 0) {
+		ops = &pipeline_walk_ops;
+		ops_ctx = pl;
+	}
+	if (walk_new(&sel.wo, ops, ops_ctx, &w) < 0)
 		goto nomem;
 	for (int i = optind; i < argc && ret == 0 && !c.err; i++) {
 		char *real = realpath(argv[i], NULL);
@@ -600,6 +618,13 @@ int cmd_dump(int argc, char **argv)
 		c.arg = argv[i];
 		c.arglen = strlen(argv[i]);
 		ret = walk_path(w, argv[i]);
+	}
+	if (pl) {
+		int fin = pipeline_finish(pl);
+
+		pl = NULL;
+		if (fin < 0)
+			ret = fin;
 	}
 	if (ret < 0)
 		goto nomem;
@@ -644,6 +669,8 @@ nomem:
 	cli_error(NULL, 0, "out of memory");
 	ret = PC_EXIT_FAILED;
 out:
+	if (pl)
+		pipeline_finish(pl);
 	pc_snapshot_writer_free(c.sw);
 	hc_writer_free(c.hw);
 	hc_out_free(&ho);
