@@ -530,26 +530,41 @@ static int log_next(struct restore *c, uint64_t *prev, struct pc_run *run)
 	return 1;
 }
 
-/* Clamp runs to eof_page (counting what lies beyond); returns the new n. */
-static size_t clamp(struct restore *c, struct pc_run *runs, size_t n, uint64_t eof_page)
+/* Clamp runs to eof_page, adding the pages asked for to *wanted and those
+ * beyond the end to *beyond; returns the new n. */
+static size_t clamp_runs(struct pc_run *runs, size_t n, uint64_t eof_page, uint64_t *wanted,
+			 uint64_t *beyond)
 {
 	size_t k = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		struct pc_run r = runs[i];
 
-		c->wanted += r.npages;
+		*wanted += r.npages;
 		if (r.page >= eof_page) {
-			c->beyond_eof += r.npages;
+			*beyond += r.npages;
 			continue;
 		}
 		if (r.npages > eof_page - r.page) {
-			c->beyond_eof += r.npages - (eof_page - r.page);
+			*beyond += r.npages - (eof_page - r.page);
 			r.npages = eof_page - r.page;
 		}
 		runs[k++] = r;
 	}
 	return k;
+}
+
+static size_t clamp(struct restore *c, struct pc_run *runs, size_t n, uint64_t eof_page)
+{
+	return clamp_runs(runs, n, eof_page, &c->wanted, &c->beyond_eof);
+}
+
+/* The file is the one recorded: same size and mtime, or no identity kept. */
+static bool same_file(bool identity, uint64_t size, int64_t mtime_ns, const struct stat *st)
+{
+	return !identity || ((uint64_t)st->st_size == size &&
+			     (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec ==
+			     mtime_ns);
 }
 
 static int warm_account(struct restore *c, int fd, const char *rel, const struct pc_run *runs,
@@ -705,9 +720,7 @@ static void open_failed(struct restore *c, const char *rel, int fd)
 static bool identity_ok(struct restore *c, const struct snap_file *f, const char *rel,
 			const struct stat *st)
 {
-	int64_t mtime = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
-
-	if (!f->identity || ((uint64_t)st->st_size == f->size && mtime == f->mtime_ns))
+	if (same_file(f->identity, f->size, f->mtime_ns, st))
 		return true;
 	if (c->changed < CHANGED_NAMES)
 		c->changed_names[c->changed] = strdup(rel);
@@ -817,8 +830,7 @@ static void job_do(struct jobs *js, struct job *j)
 	struct restore *c = js->c;
 	struct pc_run *runs = js->runs + j->run0;
 	struct pc_warm_opts o = { .size = sizeof(o) };
-	uint64_t eof_page;
-	size_t k = 0;
+	size_t k;
 
 	j->ws = (struct pc_warm_stats){ .size = sizeof(j->ws) };
 	if (c->stop || c->cancel || got_signal) {
@@ -828,26 +840,12 @@ static void job_do(struct jobs *js, struct job *j)
 	j->fd = beneath_open(&c->bn, j->rel, &j->st);
 	if (j->fd < 0)
 		return;
-	j->same = !j->identity || ((uint64_t)j->st.st_size == j->size &&
-		  (int64_t)j->st.st_mtim.tv_sec * 1000000000 + j->st.st_mtim.tv_nsec == j->mtime_ns);
+	j->same = same_file(j->identity, j->size, j->mtime_ns, &j->st);
 	if (!j->same && c->strict)
 		return;
-	/* clamp(), counted here and added up by the main thread */
-	eof_page = ((uint64_t)j->st.st_size + c->ps - 1) / c->ps;
-	for (size_t i = 0; i < j->nruns; i++) {
-		struct pc_run r = runs[i];
-
-		j->wanted += r.npages;
-		if (r.page >= eof_page) {
-			j->beyond += r.npages;
-			continue;
-		}
-		if (r.npages > eof_page - r.page) {
-			j->beyond += r.npages - (eof_page - r.page);
-			r.npages = eof_page - r.page;
-		}
-		runs[k++] = r;
-	}
+	/* counted here and added up by the main thread */
+	k = clamp_runs(runs, j->nruns, ((uint64_t)j->st.st_size + c->ps - 1) / c->ps, &j->wanted,
+		       &j->beyond);
 	j->nclamped = k;
 	if (!k)
 		return;
