@@ -4,6 +4,7 @@
 #ifndef PAGECACHE_CLI_H
 #define PAGECACHE_CLI_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -71,6 +72,14 @@ bool progress_due(struct progress *p);
 void progress_show(struct progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Erase the line (before other output to stderr or at the end). */
 void progress_clear(struct progress *p);
+/* A message about one file on stderr ("pagecache: PATH: ..."), the line
+ * erased first; *count counts every call, and past CLI_NOTE_LIMIT of them
+ * only one more line is printed: "more KIND left out (the summary counts
+ * them)". */
+#define CLI_NOTE_LIMIT 10
+void progress_note(struct progress *p, uint64_t *count, const char *kind, const char *path,
+		   size_t pathlen, const char *fmt, va_list ap)
+	__attribute__((format(printf, 6, 0)));
 /* Grow-only byte buffer. */
 struct buf {
 	char *data;

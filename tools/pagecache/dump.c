@@ -17,7 +17,6 @@
 
 #include "snapcli.h"
 
-#define WARN_LIMIT 10 /* per-file warnings printed before only counting */
 
 struct dump_ctx {
 	enum snap_format fmt;
@@ -115,23 +114,13 @@ static void warn_file(struct dump_ctx *c, const char *path, size_t len, const ch
 
 static void warn_file(struct dump_ctx *c, const char *path, size_t len, const char *fmt, ...)
 {
-	char msg[256];
 	va_list ap;
 
 	if (c->quiet)
 		return;
-	if (++c->warned > WARN_LIMIT) {
-		if (c->warned == WARN_LIMIT + 1) {
-			progress_clear(&c->progress);
-			cli_error(NULL, 0, "more warnings left out (the summary counts them)");
-		}
-		return;
-	}
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	progress_note(&c->progress, &c->warned, "warnings", path, len, fmt, ap);
 	va_end(ap);
-	progress_clear(&c->progress);
-	cli_error(path, len, "%s", msg);
 }
 
 /* The walk's path (it starts with the PATH argument) relative to the root. */

@@ -38,7 +38,6 @@
 #define BATCH_RUNS 4096
 #define WATCH_SLOTS 8
 #define CHANGED_NAMES 20
-#define WARN_LIMIT 10
 #define PRECHECK_RUNS 8 /* runs per file measure() asks cachestat about */
 
 enum stop { STOP_NONE, STOP_BUDGET, STOP_EVICTING, STOP_SIGNAL };
@@ -234,23 +233,13 @@ static void note(struct restore *c, const char *path, const char *fmt, ...)
 
 static void note(struct restore *c, const char *path, const char *fmt, ...)
 {
-	char msg[256];
 	va_list ap;
 
 	if (c->quiet)
 		return;
-	if (++c->warned > WARN_LIMIT) {
-		if (c->warned == WARN_LIMIT + 1) {
-			progress_clear(&c->progress);
-			cli_error(NULL, 0, "more notes left out (the summary counts them)");
-		}
-		return;
-	}
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	progress_note(&c->progress, &c->warned, "notes", path, path ? strlen(path) : 0, fmt, ap);
 	va_end(ap);
-	progress_clear(&c->progress);
-	cli_error(path, path ? strlen(path) : 0, "%s", msg);
 }
 
 /* ---- the eviction watch ---- */

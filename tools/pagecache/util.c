@@ -303,6 +303,23 @@ void progress_clear(struct progress *p)
 	}
 }
 
+void progress_note(struct progress *p, uint64_t *count, const char *kind, const char *path,
+		   size_t pathlen, const char *fmt, va_list ap)
+{
+	char msg[256];
+
+	if (++*count > CLI_NOTE_LIMIT) {
+		if (*count == CLI_NOTE_LIMIT + 1) {
+			progress_clear(p);
+			cli_error(NULL, 0, "more %s left out (the summary counts them)", kind);
+		}
+		return;
+	}
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	progress_clear(p);
+	cli_error(path, pathlen, "%s", msg);
+}
+
 int open_regular_at(int dirfd, const char *path, struct stat *st)
 {
 	char proc[64];
