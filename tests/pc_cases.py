@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
-"""The case loop of the python tests of the command.
+"""What the python tests of the command share: their case loop, their
+exceptions and check(), and mincore of a file.
 
 run_cases() runs each case in a fresh scratch environment and prints
 "ok: NAME", "SKIP: NAME: why" (which scripts/testlog.py collects) or
@@ -16,6 +17,8 @@ attempt is printed with the reclaim it saw. A case that fails without any
 reclaim, or fails every attempt, fails.
 """
 
+import ctypes
+import ctypes.util
 import os
 import subprocess
 import sys
@@ -23,6 +26,52 @@ import time
 import traceback
 
 RECLAIM_RETRIES = 2
+PS = os.sysconf("SC_PAGE_SIZE")
+
+_libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+_libc.mmap.restype = ctypes.c_void_p
+_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                       ctypes.c_int, ctypes.c_long]
+_libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+_libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
+
+
+class Failure(Exception):
+    pass
+
+
+class Skip(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Failure(what)
+
+
+def mincore(path, first=0, count=None):
+    """mincore's vector (0 or 1 per page) of pages [first, first + count) of
+    the file, through a fresh PROT_NONE mapping: the truth when the caller
+    passes the kernel's gate (root). A PROT_NONE mapping is never read,
+    by valgrind either."""
+    size = os.stat(path).st_size
+    npages = (size + PS - 1) // PS
+    if count is None:
+        count = npages - first
+    count = max(0, min(count, npages - first))
+    if count == 0:
+        return []
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        addr = _libc.mmap(None, count * PS, 0, 1, fd, first * PS)  # PROT_NONE, MAP_SHARED
+        check(addr not in (None, ctypes.c_void_p(-1).value), "mmap failed")
+        vec = ctypes.create_string_buffer(count)
+        r = _libc.mincore(addr, count * PS, vec)
+        _libc.munmap(addr, count * PS)
+        check(r == 0, f"mincore failed: errno {ctypes.get_errno()}")
+        return [b & 1 for b in vec.raw[:count]]
+    finally:
+        os.close(fd)
 
 
 def _memcg_stat():
@@ -64,10 +113,10 @@ def reclaimed_pages():
     return total
 
 
-def run_cases(cases, make_env, skip, failure, only=None):
+def run_cases(cases, make_env, only=None):
     """Run each case(env) with env = make_env(); env.cleanup() after.
-    skip, failure: the test's exception classes; only: case names to run
-    (None: all). Returns the number of failed cases."""
+    only: case names to run (None: all). Returns the number of failed
+    cases."""
     failed = 0
     for case in cases:
         name = case.__name__[len("case_"):]
@@ -82,9 +131,9 @@ def run_cases(cases, make_env, skip, failure, only=None):
                 case(env)
                 print(f"ok: {name} ({time.monotonic() - start:.1f} s"
                       + (f", attempt {attempt + 1})" if attempt else ")"))
-            except skip as e:
+            except Skip as e:
                 print(f"SKIP: {name}: {e}")
-            except (failure, subprocess.TimeoutExpired) as e:
+            except (Failure, subprocess.TimeoutExpired) as e:
                 verdict = f"FAIL: {name}: {e}"
             except Exception:
                 verdict = f"FAIL: {name}: unexpected exception\n" + traceback.format_exc()

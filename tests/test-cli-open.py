@@ -12,6 +12,7 @@ Usage: test-cli-open.py PATH-TO-pagecache PATH-TO-pc-replace-shim.so
 Exits 0 when all ran cases passed, 1 on a failure, 77 when not root."""
 
 import pc_unvalgrind  # noqa: F401 (first: leaves valgrind, see the module)
+from pc_cases import Failure, Skip, check
 import ctypes
 import ctypes.util
 import json
@@ -35,19 +36,6 @@ IN_NONBLOCK = os.O_NONBLOCK
 IN_CLOEXEC = os.O_CLOEXEC
 
 libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-
-
-class Failure(Exception):
-    pass
-
-
-class Skip(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failure(what)
 
 
 def run_json(args, env):

@@ -13,9 +13,7 @@ Exits 0 when all ran cases passed, 1 on a failure, 77 when not root.
 Under PC_UNDER_VALGRIND=1 every pagecache run goes through valgrind."""
 
 import pc_unvalgrind  # noqa: F401 (first: leaves valgrind, see the module)
-from pc_cases import only_cases, run_cases
-import ctypes
-import ctypes.util
+from pc_cases import Failure, Skip, check, mincore, only_cases, run_cases
 import json
 import os
 import shutil
@@ -32,27 +30,6 @@ VALGRIND = ["valgrind", "--error-exitcode=3", "--leak-check=full",
             "--errors-for-leak-kinds=definite", "--quiet",
             "--suppressions=" + os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                              "valgrind.supp")]
-
-libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-libc.mmap.restype = ctypes.c_void_p
-libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
-                      ctypes.c_int, ctypes.c_long]
-libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
-
-
-class Failure(Exception):
-    pass
-
-
-class Skip(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failure(what)
-
 
 def run(args, env=None, as_nobody=False):
     cmd = [EXE] + args
@@ -81,23 +58,8 @@ def run_json(args, **kw):
 
 
 def mincore_count(path):
-    """Resident pages of the file by mincore through a PROT_NONE mapping
-    (root: the truth; valgrind leaves PROT_NONE mappings alone)."""
-    size = os.stat(path).st_size
-    npages = (size + PS - 1) // PS
-    if npages == 0:
-        return 0
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        addr = libc.mmap(None, npages * PS, 0, 1, fd, 0)  # PROT_NONE, MAP_SHARED
-        check(addr not in (None, ctypes.c_void_p(-1).value), "mmap failed")
-        vec = ctypes.create_string_buffer(npages)
-        r = libc.mincore(addr, npages * PS, vec)
-        libc.munmap(addr, npages * PS)
-        check(r == 0, f"mincore failed: errno {ctypes.get_errno()}")
-        return sum(b & 1 for b in vec.raw[:npages])
-    finally:
-        os.close(fd)
+    """Resident pages of the file by mincore (root: the truth)."""
+    return sum(mincore(path))
 
 
 def make_file(path, npages, mode=0o644):
@@ -427,7 +389,7 @@ def main():
     if os.geteuid() != 0:
         print("SKIP: test-cli-special: needs root (mounts)")
         return 77
-    failed = run_cases(CASES, Env, Skip, Failure, only_cases())
+    failed = run_cases(CASES, Env, only_cases())
     return 1 if failed else 0
 
 

@@ -11,10 +11,8 @@ Exits 0 when all ran cases passed, 1 on a failure, 77 when nothing can run.
 Under PC_UNDER_VALGRIND=1 every pagecache run goes through valgrind."""
 
 import pc_unvalgrind  # noqa: F401 (first: leaves valgrind, see the module)
-from pc_cases import only_cases, run_cases
+from pc_cases import Failure, Skip, check, mincore, only_cases, run_cases
 import base64
-import ctypes
-import ctypes.util
 import json
 import os
 import re
@@ -35,27 +33,6 @@ VALGRIND = ["valgrind", "--error-exitcode=3", "--leak-check=full",
             "--errors-for-leak-kinds=definite", "--quiet",
             "--suppressions=" + os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                              "valgrind.supp")]
-
-libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-libc.mmap.restype = ctypes.c_void_p
-libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
-                      ctypes.c_int, ctypes.c_long]
-libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
-
-
-class Failure(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failure(what)
-
-
-class Skip(Exception):
-    pass
-
 
 def run(args, as_nobody=False, stdin=None, input_bytes=None):
     """Run pagecache with args; returns (rc, stdout bytes, stderr bytes)."""
@@ -86,26 +63,6 @@ def run_json(args, **kw):
     except ValueError as e:
         raise Failure(f"output is not JSON ({e}): {out[:500]!r}")
     return rc, doc, err
-
-
-def mincore(path):
-    """The mincore vector of the whole file through a fresh mapping: the
-    truth when the caller passes the kernel's gate (root)."""
-    size = os.stat(path).st_size
-    npages = (size + PS - 1) // PS
-    if npages == 0:
-        return []
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        addr = libc.mmap(None, npages * PS, 1, 1, fd, 0)  # PROT_READ, MAP_SHARED
-        check(addr not in (None, ctypes.c_void_p(-1).value), "mmap failed")
-        vec = ctypes.create_string_buffer(npages)
-        r = libc.mincore(addr, npages * PS, vec)
-        libc.munmap(addr, npages * PS)
-        check(r == 0, f"mincore failed: errno {ctypes.get_errno()}")
-        return [b & 1 for b in vec.raw[:npages]]
-    finally:
-        os.close(fd)
 
 
 def make_file(path, npages, mode=0o644, uid=None):
@@ -702,7 +659,7 @@ def main():
         print("SKIP: test-cli: the test directory is on tmpfs")
         return 77
     probe.cleanup()
-    failed = run_cases(CASES, Env, Skip, Failure, only_cases())
+    failed = run_cases(CASES, Env, only_cases())
     return 1 if failed else 0
 
 

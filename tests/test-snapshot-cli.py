@@ -16,9 +16,7 @@ Exits 0 when all ran cases passed, 1 on a failure, 77 when nothing can run.
 Under PC_UNDER_VALGRIND=1 every pagecache run goes through valgrind."""
 
 import pc_unvalgrind  # noqa: F401 (first: leaves valgrind, see the module)
-from pc_cases import only_cases, run_cases
-import ctypes
-import ctypes.util
+from pc_cases import Failure, Skip, check, mincore, only_cases, run_cases
 import gzip
 import json
 import os
@@ -48,27 +46,6 @@ VALGRIND = ["valgrind", "--error-exitcode=3", "--leak-check=full",
             "--errors-for-leak-kinds=definite", "--quiet",
             "--suppressions=" + os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                              "valgrind.supp")]
-
-libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-libc.mmap.restype = ctypes.c_void_p
-libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
-                      ctypes.c_int, ctypes.c_long]
-libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
-
-
-class Failure(Exception):
-    pass
-
-
-class Skip(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failure(what)
-
 
 def need_root():
     if not IS_ROOT:
@@ -105,28 +82,6 @@ def run_json(args, **kw):
     except ValueError as e:
         raise Failure(f"{args}: exit {rc}, output is not JSON ({e}): {out[:300]!r} {err[:500]!r}")
     return rc, doc, err
-
-
-def mincore(path, first=0, count=None):
-    """mincore of pages [first, first + count) through a fresh mapping."""
-    size = os.stat(path).st_size
-    npages = (size + PS - 1) // PS
-    if count is None:
-        count = npages - first
-    count = max(0, min(count, npages - first))
-    if count == 0:
-        return []
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        addr = libc.mmap(None, count * PS, 1, 1, fd, first * PS)
-        check(addr not in (None, ctypes.c_void_p(-1).value), "mmap failed")
-        vec = ctypes.create_string_buffer(count)
-        r = libc.mincore(addr, count * PS, vec)
-        libc.munmap(addr, count * PS)
-        check(r == 0, f"mincore failed: errno {ctypes.get_errno()}")
-        return [b & 1 for b in vec.raw[:count]]
-    finally:
-        os.close(fd)
 
 
 def resident_pages(path, first=0, count=None):
@@ -912,7 +867,7 @@ def main():
         print("SKIP: test-snapshot-cli: the test directory is on tmpfs")
         return 77
     probe.cleanup()
-    failed = run_cases(CASES, Env, Skip, Failure, only_cases("PC_TEST_CASE"))
+    failed = run_cases(CASES, Env, only_cases("PC_TEST_CASE"))
     return 1 if failed else 0
 
 
