@@ -312,8 +312,9 @@ struct pipeline;
  * where it would not help (one CPU, few fds), -ENOMEM, -EAGAIN. */
 int pipeline_new(const struct walk_ops *inner, void *inner_ctx, struct pipeline **out);
 extern const struct walk_ops pipeline_walk_ops;
-/* Wait until every event is handled, then free it. 0 or -ENOMEM. */
-int pipeline_finish(struct pipeline *p);
+/* Wait until every event of *pp is handled, free it and set *pp to NULL.
+ * 0 (also when *pp is NULL: nothing to finish) or -ENOMEM. */
+int pipeline_finish(struct pipeline **pp);
 
 /* ---- pid.c: --pid ---- */
 /* The regular files process pid has open (/proc/PID/fd) or mapped

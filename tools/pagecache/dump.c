@@ -454,7 +454,7 @@ int cmd_dump(int argc, char **argv)
 	bool json = false, to_stdout;
 	off_t out_start = 0;
 	int64_t size = -1;
-	int opt, ret = 0, status, rootfd = -1;
+	int opt, ret = 0, status, rootfd = -1, fin;
 	FILE *sf;
 
 	selection_init(&sel);
@@ -608,13 +608,9 @@ int cmd_dump(int argc, char **argv)
 		c.arglen = strlen(argv[i]);
 		ret = walk_path(w, argv[i]);
 	}
-	if (pl) {
-		int fin = pipeline_finish(pl);
-
-		pl = NULL;
-		if (fin < 0)
-			ret = fin;
-	}
+	fin = pipeline_finish(&pl);
+	if (fin < 0)
+		ret = fin;
 	if (ret < 0)
 		goto nomem;
 	progress_clear(&c.progress);
@@ -658,8 +654,7 @@ nomem:
 	cli_error(NULL, 0, "out of memory");
 	ret = PC_EXIT_FAILED;
 out:
-	if (pl)
-		pipeline_finish(pl);
+	pipeline_finish(&pl);
 	pc_snapshot_writer_free(c.sw);
 	hc_writer_free(c.hw);
 	hc_out_free(&ho);

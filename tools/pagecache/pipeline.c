@@ -337,11 +337,15 @@ static void free_batch(struct batch *b)
 	free(b);
 }
 
-int pipeline_finish(struct pipeline *p)
+int pipeline_finish(struct pipeline **pp)
 {
+	struct pipeline *p = *pp;
 	struct batch *b;
 	int ret;
 
+	if (!p)
+		return 0;
+	*pp = NULL;
 	if (p->filling && p->filling->n)
 		push(p); /* an allocation failure shows in p->failed or below */
 	pthread_mutex_lock(&p->lock);

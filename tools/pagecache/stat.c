@@ -423,7 +423,7 @@ int cmd_stat(int argc, char **argv)
 	void *ops_ctx = &c;
 	bool json = false, ndjson = false, bytes = false, pages = false;
 	uint64_t threads = 2;
-	int opt, ret = 0, status;
+	int opt, ret = 0, status, fin;
 
 	selection_init(&sel);
 	c.res_flags = PC_RES_COUNT_ONLY;
@@ -521,13 +521,9 @@ int cmd_stat(int argc, char **argv)
 
 	report_begin(&c.rep);
 	ret = selection_walk(&sel, w, argc - optind, argv + optind);
-	if (pl) {
-		int fin = pipeline_finish(pl);
-
-		pl = NULL;
-		if (fin < 0)
-			ret = fin;
-	}
+	fin = pipeline_finish(&pl);
+	if (fin < 0)
+		ret = fin;
 	if (ret < 0)
 		goto nomem;
 	progress_clear(&c.progress);
@@ -553,8 +549,7 @@ nomem:
 	cli_error(NULL, 0, "out of memory");
 	ret = PC_EXIT_FAILED;
 out:
-	if (pl)
-		pipeline_finish(pl);
+	pipeline_finish(&pl);
 	for (size_t i = 0; i < c.nrows; i++)
 		row_free(&c.rows[i]);
 	free(c.rows);
