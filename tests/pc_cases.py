@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """What the python tests of the command share: their case loop, their
-exceptions and check(), and mincore of a file.
+exceptions and check(), the scratch directory of a case, and mincore of a
+file.
 
 run_cases() runs each case in a fresh scratch environment and prints
 "ok: NAME", "SKIP: NAME: why" (which scripts/testlog.py collects) or
@@ -20,8 +21,10 @@ reclaim, or fails every attempt, fails.
 import ctypes
 import ctypes.util
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 
@@ -47,6 +50,34 @@ class Skip(Exception):
 def check(cond, what):
     if not cond:
         raise Failure(what)
+
+
+class Env:
+    """A case's scratch directory: fresh, mode 0755 (uid 65534 reaches it),
+    under $PC_TEST_DIR or /var/tmp (a real disk: tmpfs cannot evict).
+    Tests name theirs with PREFIX."""
+    PREFIX = "pc-test."
+
+    def __init__(self):
+        base = os.environ.get("PC_TEST_DIR", "/var/tmp")
+        self.dir = tempfile.mkdtemp(prefix=self.PREFIX, dir=base)
+        os.chmod(self.dir, 0o755)
+
+    def path(self, *parts):
+        return os.path.join(self.dir, *parts)
+
+    def cleanup(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def tmpfs(path):
+    """Whether path is on tmpfs (where nothing can be evicted)."""
+    try:
+        out = subprocess.run(["stat", "-f", "-c", "%T", path], capture_output=True,
+                             text=True).stdout.strip()
+    except OSError:
+        return False
+    return out == "tmpfs"
 
 
 def mincore(path, first=0, count=None):

@@ -13,14 +13,13 @@ Exits 0 when all ran cases passed, 1 on a failure, 77 when not root.
 Under PC_UNDER_VALGRIND=1 every pagecache run goes through valgrind."""
 
 import pc_unvalgrind  # noqa: F401 (first: leaves valgrind, see the module)
+import pc_cases
 from pc_cases import Failure, Skip, check, mincore, only_cases, run_cases
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 
 EXE = SHIM = None
 PS = os.sysconf("SC_PAGE_SIZE")
@@ -105,15 +104,13 @@ def cachestat_usable(doc):
     return doc["kernel"]["cachestat"] in ("gated", "open")
 
 
-class Env:
-    def __init__(self):
-        base = os.environ.get("PC_TEST_DIR", "/var/tmp")
-        self.dir = tempfile.mkdtemp(prefix="pc-test-cli-special.", dir=base)
-        os.chmod(self.dir, 0o755)
-        self.mounts = []
+class Env(pc_cases.Env):
+    """With the mounts a case made, undone (lazily) before the directory goes."""
+    PREFIX = "pc-test-cli-special."
 
-    def path(self, *parts):
-        return os.path.join(self.dir, *parts)
+    def __init__(self):
+        super().__init__()
+        self.mounts = []
 
     def mount(self, args, target):
         r = subprocess.run(["mount"] + args + [target], capture_output=True, text=True)
@@ -124,7 +121,7 @@ class Env:
     def cleanup(self):
         for m in reversed(self.mounts):
             subprocess.run(["umount", "-l", m], capture_output=True)
-        shutil.rmtree(self.dir, ignore_errors=True)
+        super().cleanup()
 
 
 # ---- cases ----------------------------------------------------------------

@@ -11,17 +11,16 @@ Exits 0 when all ran cases passed, 1 on a failure, 77 when nothing can run.
 Under PC_UNDER_VALGRIND=1 every pagecache run goes through valgrind."""
 
 import pc_unvalgrind  # noqa: F401 (first: leaves valgrind, see the module)
-from pc_cases import Failure, Skip, check, mincore, only_cases, run_cases
+import pc_cases
+from pc_cases import Failure, Skip, check, mincore, only_cases, run_cases, tmpfs
 import base64
 import json
 import os
 import re
-import shutil
 import socket
 import stat
 import subprocess
 import sys
-import tempfile
 
 EXE = None
 PS = os.sysconf("SC_PAGE_SIZE")
@@ -121,26 +120,8 @@ def stable_mincore(path, measure):
 # ---------------------------------------------------------------------------
 
 
-class Env:
-    def __init__(self):
-        base = os.environ.get("PC_TEST_DIR", "/var/tmp")
-        self.dir = tempfile.mkdtemp(prefix="pc-test-cli.", dir=base)
-        os.chmod(self.dir, 0o755)
-
-    def path(self, *parts):
-        return os.path.join(self.dir, *parts)
-
-    def cleanup(self):
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
-def tmpfs(path):
-    try:
-        out = subprocess.run(["stat", "-f", "-c", "%T", path], capture_output=True,
-                             text=True).stdout.strip()
-    except OSError:
-        return False
-    return out == "tmpfs"
+class Env(pc_cases.Env):
+    PREFIX = "pc-test-cli."
 
 
 ODD_NEWLINE = b"new\nline"

@@ -16,16 +16,15 @@ Exits 0 when all ran cases passed, 1 on a failure, 77 when nothing can run.
 Under PC_UNDER_VALGRIND=1 every pagecache run goes through valgrind."""
 
 import pc_unvalgrind  # noqa: F401 (first: leaves valgrind, see the module)
-from pc_cases import Failure, Skip, check, mincore, only_cases, run_cases
+import pc_cases
+from pc_cases import Failure, Skip, check, mincore, only_cases, run_cases, tmpfs
 import gzip
 import json
 import os
 import random
-import shutil
 import struct
 import subprocess
 import sys
-import tempfile
 
 EXE = None
 SHIM = None
@@ -126,23 +125,8 @@ def set_pattern(path, pages):
         os.close(fd)
 
 
-class Env:
-    def __init__(self):
-        base = os.environ.get("PC_TEST_DIR", "/var/tmp")
-        self.dir = tempfile.mkdtemp(prefix="pc-test-snapcli.", dir=base)
-        os.chmod(self.dir, 0o755)
-
-    def path(self, *parts):
-        return os.path.join(self.dir, *parts)
-
-    def cleanup(self):
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
-def tmpfs(path):
-    out = subprocess.run(["stat", "-f", "-c", "%T", path], capture_output=True,
-                         text=True).stdout.strip()
-    return out == "tmpfs"
+class Env(pc_cases.Env):
+    PREFIX = "pc-test-snapcli."
 
 
 # ---- the native format, by hand (doc/snapshot-format.md) ------------------
