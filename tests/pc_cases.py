@@ -37,6 +37,17 @@ _libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_
                        ctypes.c_int, ctypes.c_long]
 _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
 _libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
+_libc.syscall.restype = ctypes.c_long
+_NR_CACHESTAT = 451  # the same on every architecture (Linux 6.5+)
+
+
+class _CachestatRange(ctypes.Structure):
+    _fields_ = [("off", ctypes.c_uint64), ("len", ctypes.c_uint64)]
+
+
+class _Cachestat(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_uint64) for n in ("nr_cache", "nr_dirty", "nr_writeback",
+                                               "nr_evicted", "nr_recently_evicted")]
 
 
 class Failure(Exception):
@@ -78,6 +89,20 @@ def tmpfs(path):
     except OSError:
         return False
     return out == "tmpfs"
+
+
+def cached_pages(path):
+    """cachestat's count of the file's pages in the page cache, those still
+    being read in included (mincore counts only pages up to date), or None
+    where cachestat does not answer (before 6.5, or the gate refuses)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        rng, cs = _CachestatRange(0, 0), _Cachestat()
+        r = _libc.syscall(ctypes.c_long(_NR_CACHESTAT), ctypes.c_int(fd), ctypes.byref(rng),
+                          ctypes.byref(cs), ctypes.c_uint(0))
+        return cs.nr_cache if r == 0 else None
+    finally:
+        os.close(fd)
 
 
 def mincore(path, first=0, count=None):

@@ -12,7 +12,7 @@ case that cannot run here); exits 0, 1 on a failure, 77 when nothing can run.
 Under PC_UNDER_VALGRIND=1 every pagecache run goes through valgrind."""
 
 import pc_unvalgrind  # noqa: F401 (first: leaves valgrind, see the module)
-from pc_cases import only_cases, run_cases
+from pc_cases import cached_pages, only_cases, run_cases
 import importlib.util
 import json
 import os
@@ -89,12 +89,18 @@ def library_detect(paths):
 
 
 def settle(path):
-    """Wait until mincore stops changing (reads in flight finish)."""
+    """mincore once the reads in flight have finished: mincore counts a page
+    only when it is up to date, cachestat as soon as it is in the cache, so
+    none is in flight when the two agree (for 5 s at most). Where cachestat
+    does not answer: once mincore stops changing."""
     last = mincore(path)
-    for _ in range(50):
+    for _ in range(250):
+        cached = cached_pages(path)
+        if cached is not None and cached == sum(last):
+            return last
         time.sleep(0.02)
         now = mincore(path)
-        if now == last:
+        if cached is None and now == last:
             return now
         last = now
     return last
