@@ -12,9 +12,7 @@
 #include <fcntl.h>
 #include <liburing.h>
 #include <stdio.h>
-#include <linux/fs.h>
 #include <stdlib.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -385,19 +383,19 @@ static int next_snapshot_run(struct warm_source *src, struct pc_run *run)
 	return 1;
 }
 
-static int file_size(int fd, uint64_t *size)
+/* The size, from the backend's one statx: it also names the mount, so the
+ * filesystem check of cachestat (overlayfs) needs no fstatfs per file. */
+static int file_size(struct warm *w)
 {
-	struct stat st;
+	struct pc_bstat st;
+	int ret = w->b->ops->fstat(w->b, w->bf, &st);
 
-	if (fstat(fd, &st) < 0)
-		return pc_neg_errno();
-	if (S_ISREG(st.st_mode)) {
-		*size = (uint64_t)st.st_size;
-		return 0;
-	}
-	if (S_ISBLK(st.st_mode))
-		return ioctl(fd, BLKGETSIZE64, size) < 0 ? pc_neg_errno() : 0;
-	return -EINVAL;
+	if (ret < 0)
+		return ret;
+	if (st.type != PC_BFILE_REGULAR && st.type != PC_BFILE_BLOCK)
+		return -EINVAL;
+	w->size = st.size;
+	return 0;
 }
 
 /*
@@ -443,14 +441,14 @@ static int warm_setup(struct warm *w, int fd, const struct pc_warm_opts *opts)
 	w->o.chunk_bytes = pc_div_round_up(w->o.chunk_bytes, w->ps) * w->ps;
 	w->budget = w->o.max_bytes ? w->o.max_bytes : UINT64_MAX;
 	w->window = PC_WARM_WINDOW_BYTES / w->ps;
-	ret = file_size(fd, &w->size);
-	if (ret < 0)
-		return ret;
-	w->eof_page = pc_div_round_up(w->size, w->ps);
 	w->b = pc_kernel_backend();
 	ret = pc_kernel_bfile_wrap(fd, &w->bf);
 	if (ret < 0)
 		return ret;
+	ret = file_size(w);
+	if (ret < 0)
+		return ret;
+	w->eof_page = pc_div_round_up(w->size, w->ps);
 	if (w->o.strategy == PC_WARM_IO_URING) {
 		ret = pc_detect_io_uring();
 		if (ret < 0)
