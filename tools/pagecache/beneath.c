@@ -137,7 +137,10 @@ int beneath_open(struct beneath *b, const char *rel, struct stat *st)
 		return ret;
 	if (b->method != METHOD_WALK) {
 		pfd = openat2_path(b, rel);
-		b->method = pfd == -ENOSYS ? METHOD_WALK : METHOD_OPENAT2;
+		/* chosen once, by the first open (restore's first batch runs
+		 * on one thread): the workers after it only read it */
+		if (b->method == METHOD_UNKNOWN)
+			b->method = pfd == -ENOSYS ? METHOD_WALK : METHOD_OPENAT2;
 	}
 	if (b->method == METHOD_WALK)
 		pfd = walk_components(b, rel);
