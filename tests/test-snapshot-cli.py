@@ -604,6 +604,56 @@ def case_happycache_long_path(env):
           f"restore: exit {rc}: {err!r}")
 
 
+def case_many_files(env):
+    """More files than one batch of the restore (256): batches are opened
+    and warmed on worker threads while the one before is accounted and its
+    files are looked at early; then a budget that ends in a later batch."""
+    need_root()
+    t = env.path("many")
+    os.mkdir(t)
+    patterns = {}
+    for i in range(1000):
+        name = f"d{i % 10}/f{i:04d}"
+        os.makedirs(os.path.join(t, f"d{i % 10}"), exist_ok=True)
+        make_file(os.path.join(t, name), 8)
+        patterns[name] = [range(8), (0, 1, 4, 5), ()][i % 3]
+    for name, pages in patterns.items():
+        set_pattern(os.path.join(t, name), pages)
+
+    def resident_now():
+        return {n: resident_pages(os.path.join(t, n)) for n in patterns}
+    before = resident_now()
+    snap = env.path("snap")
+    rc, doc, err = run_json(["dump", "-q", "-o", snap, t])
+    after = resident_now()
+    check(rc == 0, f"dump: exit {rc}: {err!r}")
+    dumped = {n: sorted(before[n] & after[n]) for n in patterns}
+    with_pages = sum(1 for v in dumped.values() if v)
+    check(with_pages >= 600, f"only {with_pages} files kept their pages through the dump")
+    evict_tree(t)
+    rc, doc, err = run_json(["restore", "--fast", "-q", snap])
+    check(rc == 0, f"restore: exit {rc}: {err!r}")
+    check(doc["files_restored"] + doc["files_without_pages"] == 1000, f"files: {doc}")
+    check(doc["files_restored"] >= with_pages, f"restored {doc['files_restored']} < {with_pages}")
+    check(doc["pages_read"] == doc["pages_wanted"] - doc["pages_already_resident"],
+          f"counts: {doc}")
+    check(doc["final_resident_percent"] == 100.0, f"final resident: {doc}")
+    check_restored(t, dumped, "many files")
+    rc, doc, err = run_json(["restore", "--fast", "-q", snap])
+    check(rc == 0 and doc["pages_read"] == 0, f"second restore read {doc['pages_read']}")
+    # a budget that batches 1 and 2 fit in and the third does not: what is
+    # read stays within it, and the files after the stop are not reached
+    evict_tree(t)
+    budget = 3500
+    rc, doc, err = run_json(["restore", "--fast", "-q", "--max-bytes", str(budget * PS), snap])
+    check(rc == 0, f"budget restore: exit {rc}: {err!r}")
+    check(doc["stopped"] == "budget", f"not stopped by the budget: {doc['stopped']}")
+    check(budget - 8 <= doc["pages_read"] <= budget, f"read {doc['pages_read']} pages")
+    check(doc["skipped"]["not_reached"] > 0, f"skipped {doc['skipped']}")
+    got = sum(len(resident_pages(os.path.join(t, n))) for n in patterns)
+    check(got <= budget + 64, f"{got} pages resident after a budget of {budget}")
+
+
 def case_budget(env):
     need_root()
     t = env.path("t")
@@ -835,7 +885,7 @@ def case_usage_errors(env):
 CASES = [case_usage_errors, case_round_trip, case_identity_and_strict, case_hostile_snapshot,
          case_truncations, case_bit_flips, case_happycache_by_hand, case_happycache_hostile,
          case_happycache_long_path,
-         case_budget, case_nobody, case_diff_orders, case_stdout_and_stdin, case_atomic_dump]
+         case_many_files, case_budget, case_nobody, case_diff_orders, case_stdout_and_stdin, case_atomic_dump]
 
 
 def main():

@@ -39,6 +39,7 @@
 #define WATCH_SLOTS 8
 #define CHANGED_NAMES 20
 #define PRECHECK_RUNS 8 /* runs per file measure() asks cachestat about */
+#define QUICK_RUN_BYTES (256 * 1024) /* the largest run quick_look() reads */
 
 enum stop { STOP_NONE, STOP_BUDGET, STOP_EVICTING, STOP_SIGNAL };
 
@@ -142,6 +143,11 @@ struct restore {
 	 * (a reopen beneath the root costs as much as the warming itself) */
 	int *kept;                 /* by place in the log; -1: none */
 	size_t nkept, kept_max;    /* slots, the most slots (RLIMIT_NOFILE) */
+	/* small files looked at early (early_confirm()), by batch */
+	struct early *early;
+	size_t nearly;
+	uint64_t batches;          /* batches of files flushed so far */
+	char *scratch;             /* quick_look()'s reads land here */
 	bool cachestat_ok;         /* false: cachestat(2) is missing (ENOSYS) */
 	bool nowait_ok;            /* false: RWF_NOWAIT reads refused here */
 	double last_watch_add;
@@ -779,12 +785,80 @@ static int restore_streaming(struct restore *c, const char *rel, int fd, const s
  * pc_warm() of up to JOB_FILES files (JOB_RUNS runs) at a time run on
  * JOB_THREADS threads; the counting, notes and the log follow in the
  * snapshot's order on the main thread, as if one thread had done it all.
- * A batch runs on one thread, file by file and counted as it goes, when it
- * could reach the budget, under --rate, or before the open method is known.
+ * The main thread does that for one batch (and looks at the files of
+ * earlier ones, early_confirm()) while the workers go on with the next:
+ * the disk gets a steady stream of reads, not one burst per batch. A batch
+ * runs on one thread, file by file and counted as it goes, when it could
+ * reach the budget, under --rate, or before the open method is known.
  */
 #define JOB_FILES 256
 #define JOB_RUNS 4096
 #define JOB_THREADS 4
+
+/*
+ * Early confirmation: the small files of a batch are looked at with
+ * quick_look() EARLY_LAG batches later, on the main thread while the
+ * workers open and warm the next batch. By then their reads have mostly
+ * landed; a file seen complete is closed and measure() never opens it
+ * again. One that is not complete yet is left to measure().
+ */
+#define EARLY_LAG 2
+#define EARLY_FILES (JOB_FILES * (EARLY_LAG + 1))
+
+struct early {
+	size_t file;               /* place in the log */
+	uint64_t batch;
+	bool truthful;             /* mincore tells the truth about it */
+	unsigned int nruns;
+	struct pc_run run[PRECHECK_RUNS];
+};
+
+static int quick_look(struct restore *c, int fd, struct pc_run run, bool truthful);
+
+/* Queue logged file i (its fd kept) for a look, if its runs are few and small. */
+static void early_add(struct restore *c, size_t i, const struct pc_run *runs, size_t n)
+{
+	struct early *e;
+
+	if (!n || n > PRECHECK_RUNS || kept_fd(c, i) < 0 || c->nearly == EARLY_FILES)
+		return;
+	for (size_t k = 0; k < n; k++)
+		if (runs[k].npages * c->ps > QUICK_RUN_BYTES)
+			return;
+	if (!c->early) {
+		c->early = malloc(EARLY_FILES * sizeof(*c->early));
+		if (!c->early)
+			return; /* measure() does it all */
+	}
+	e = &c->early[c->nearly++];
+	e->file = i;
+	e->batch = c->batches;
+	e->truthful = pc_can_do_mincore(kept_fd(c, i)) == 1;
+	e->nruns = (unsigned int)n;
+	memcpy(e->run, runs, n * sizeof(*runs));
+}
+
+/* Look at the files queued EARLY_LAG batches ago or more. */
+static void early_confirm(struct restore *c)
+{
+	size_t done = 0;
+
+	while (done < c->nearly && c->early[done].batch + EARLY_LAG <= c->batches) {
+		struct early *e = &c->early[done++];
+		int fd = kept_fd(c, e->file);
+		unsigned int k;
+
+		if (fd < 0)
+			continue;
+		for (k = 0; k < e->nruns; k++)
+			if (quick_look(c, fd, e->run[k], e->truthful) != 1)
+				break;
+		if (k == e->nruns && set_state(c, e->file, FILE_COMPLETE) == 0)
+			drop_fd(c, e->file);
+	}
+	memmove(c->early, c->early + done, (c->nearly - done) * sizeof(*c->early));
+	c->nearly -= done;
+}
 
 struct job {
 	char *rel;
@@ -811,7 +885,22 @@ struct jobs {
 	size_t nruns;
 	uint64_t bound;            /* pages in the runs: the most it can read */
 	bool serial;
+	/* what the workers read of the restore, taken when the batch starts:
+	 * the main thread changes the restore's own while they run */
+	bool stopped;
+	uint64_t budget;           /* bytes; UINT64_MAX: no limit */
 	size_t next;               /* the next job to take (atomic) */
+	pthread_t tid[JOB_THREADS];
+	size_t nt;                 /* workers running */
+};
+
+/* Two batches: one filled from the snapshot, while the workers open and
+ * warm the other; the other is then accounted, in the snapshot's order,
+ * while the workers go on with the first. */
+struct jobq {
+	struct jobs *fill;
+	struct jobs *other;
+	bool other_busy;           /* started, not accounted yet */
 };
 
 static void job_do(struct jobs *js, struct job *j)
@@ -822,7 +911,12 @@ static void job_do(struct jobs *js, struct job *j)
 	size_t k;
 
 	j->ws = (struct pc_warm_stats){ .size = sizeof(j->ws) };
-	if (c->stop || c->cancel || got_signal) {
+	if (js->serial) {
+		/* job_account() of the last one may have stopped, or spent */
+		js->stopped = c->stop != STOP_NONE;
+		js->budget = c->budget;
+	}
+	if (js->stopped || __atomic_load_n(&c->cancel, __ATOMIC_RELAXED) || got_signal) {
 		j->fd = -ECANCELED;
 		return;
 	}
@@ -838,11 +932,11 @@ static void job_do(struct jobs *js, struct job *j)
 	j->nclamped = k;
 	if (!k)
 		return;
-	if (c->budget == 0)
+	if (js->budget == 0)
 		return; /* the main thread stops */
 	o.strategy = c->strategy;
 	o.chunk_bytes = c->chunk;
-	o.max_bytes = c->budget == UINT64_MAX ? 0 : c->budget;
+	o.max_bytes = js->budget == UINT64_MAX ? 0 : js->budget;
 	if (js->serial) {
 		o.progress = on_progress;
 		o.progress_arg = c;
@@ -894,6 +988,8 @@ static int job_account(struct jobs *js, struct job *j)
 		ret = set_state(c, c->files_restored - 1, FILE_COMPLETE);
 	} else {
 		keep_fd(c, c->files_restored - 1, j->fd);
+		if (ret == 0 && j->warmed && !c->file_failed)
+			early_add(c, c->files_restored - 1, runs, j->nclamped);
 	}
 	if (got_signal && !c->stop)
 		c->stop = STOP_SIGNAL;
@@ -913,68 +1009,178 @@ static void *job_worker(void *arg)
 	}
 }
 
-static int jobs_flush(struct jobs *js)
+/* Workers per batch: one per CPU, at most JOB_THREADS. */
+static size_t job_threads(void)
 {
-	struct restore *c = js->c;
-	pthread_t tid[JOB_THREADS];
-	size_t nt = 0, nthreads;
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	int ret = 0;
 
-	if (!js->n)
-		return 0;
-	nthreads = cpus < 1 ? 1 : cpus > JOB_THREADS ? JOB_THREADS : (size_t)cpus;
-	js->serial = nthreads == 1 || js->n == 1 || c->rate || c->bn.method == 0 ||
-		(c->budget != UINT64_MAX && js->bound > c->budget / c->ps);
-	if (js->serial) {
-		for (size_t i = 0; i < js->n && ret == 0; i++) {
-			job_do(js, &js->job[i]);
-			ret = job_account(js, &js->job[i]);
-		}
-	} else {
-		js->next = 0;
-		while (nt + 1 < nthreads && pthread_create(&tid[nt], NULL, job_worker, js) == 0)
-			nt++;
-		job_worker(js);
-		for (size_t i = 0; i < nt; i++)
-			pthread_join(tid[i], NULL);
-		for (size_t i = 0; i < js->n; i++) {
-			if (ret == 0)
-				ret = job_account(js, &js->job[i]);
-			else if (js->job[i].fd >= 0)
-				close(js->job[i].fd);
-		}
-	}
+	return cpus < 1 ? 1 : cpus > JOB_THREADS ? JOB_THREADS : (size_t)cpus;
+}
+
+/* Wait for the batch's workers. */
+static void jobs_join(struct jobs *js)
+{
+	for (size_t i = 0; i < js->nt; i++)
+		pthread_join(js->tid[i], NULL);
+	js->nt = 0;
+}
+
+/* Forget a batch: its names freed (its fds are the caller's). */
+static void jobs_reset(struct jobs *js)
+{
 	for (size_t i = 0; i < js->n; i++)
 		free(js->job[i].rel);
 	js->n = js->nruns = 0;
 	js->bound = 0;
+}
+
+/* The main thread's part of a finished batch, in the snapshot's order. */
+static int jobs_account(struct jobs *js)
+{
+	int ret = 0;
+
+	early_confirm(js->c);
+	for (size_t i = 0; i < js->n; i++) {
+		if (ret == 0)
+			ret = job_account(js, &js->job[i]);
+		else if (js->job[i].fd >= 0)
+			close(js->job[i].fd);
+	}
+	jobs_reset(js);
 	return ret;
 }
 
-/* After an error: the batch's jobs were not run; forget them. */
-static void jobs_flush_drop(struct jobs *js)
+/* What the batch's workers go by, and whether it runs here, file by file
+ * and counted as it goes: when it could reach the budget (with the pages
+ * of the batch still busy, not counted yet), under --rate, on one CPU, or
+ * before the open method is known. */
+static bool jobs_prepare(struct jobs *js, uint64_t busy_bound)
 {
-	for (size_t i = 0; i < js->n; i++)
-		free(js->job[i].rel);
-	js->n = js->nruns = 0;
+	struct restore *c = js->c;
+
+	js->stopped = c->stop != STOP_NONE;
+	js->budget = c->budget;
+	if (c->budget != UINT64_MAX)
+		js->budget = busy_bound > c->budget / c->ps ? 0 : c->budget - busy_bound * c->ps;
+	js->serial = job_threads() == 1 || js->n == 1 || c->rate || c->bn.method == 0 ||
+		(js->budget != UINT64_MAX && js->bound > js->budget / c->ps);
+	js->next = 0;
+	js->nt = 0;
+	return js->serial;
+}
+
+/* The batch on up to JOB_THREADS workers, or here when none can be made. */
+static void jobs_run_workers(struct jobs *js)
+{
+	size_t nthreads = job_threads();
+
+	while (js->nt < nthreads && pthread_create(&js->tid[js->nt], NULL, job_worker, js) == 0)
+		js->nt++;
+	if (!js->nt)
+		job_worker(js);
+}
+
+/* The batch here, each file counted as it is done. */
+static int jobs_run_here(struct jobs *js)
+{
+	int ret = 0;
+
+	early_confirm(js->c);
+	for (size_t i = 0; i < js->n && ret == 0; i++) {
+		job_do(js, &js->job[i]);
+		ret = job_account(js, &js->job[i]);
+	}
+	jobs_reset(js);
+	return ret;
+}
+
+/* The filled batch is full (or the snapshot ends): start it, and account
+ * the busy one while it runs. */
+static int jobq_flush(struct jobq *q)
+{
+	struct jobs *js = q->fill;
+	bool busy = q->other_busy, serial;
+	int ret = 0;
+
+	if (!js->n)
+		return 0;
+	js->c->batches++;
+	if (busy)
+		jobs_join(q->other);
+	serial = jobs_prepare(js, busy ? q->other->bound : 0);
+	if (serial && busy) {
+		/* first the busy one, to keep the snapshot's order */
+		q->other_busy = busy = false;
+		ret = jobs_account(q->other);
+		jobs_prepare(js, 0);
+	}
+	if (ret < 0) {
+		jobs_reset(js);
+		return ret;
+	}
+	if (serial)
+		return jobs_run_here(js);
+	jobs_run_workers(js);
+	if (busy)
+		ret = jobs_account(q->other);
+	q->fill = q->other;
+	q->other = js;
+	q->other_busy = true;
+	return ret;
+}
+
+/* The end: the last batch started, and accounted when its workers are done. */
+static int jobq_finish(struct jobq *q)
+{
+	int ret = jobq_flush(q);
+
+	if (q->other_busy) {
+		struct jobs *js = q->other;
+
+		q->other_busy = false;
+		jobs_join(js);
+		if (ret == 0)
+			return jobs_account(js);
+		for (size_t i = 0; i < js->n; i++)
+			if (js->job[i].fd >= 0)
+				close(js->job[i].fd);
+		jobs_reset(js);
+	}
+	return ret;
+}
+
+/* After an error: the busy batch waited for and forgotten, the filled one
+ * too (not run). */
+static void jobq_drop(struct jobq *q)
+{
+	if (q->other_busy) {
+		jobs_join(q->other);
+		for (size_t i = 0; i < q->other->n; i++)
+			if (q->other->job[i].fd >= 0)
+				close(q->other->job[i].fd);
+		q->other_busy = false;
+	}
+	jobs_reset(q->other);
+	jobs_reset(q->fill);
 }
 
 /* The snapshot in its order: one file, then the next. */
 static int restore_in_order(struct restore *c)
 {
 	struct pc_run *batch = malloc(BATCH_RUNS * sizeof(*batch));
-	struct jobs *js = calloc(1, sizeof(*js));
+	struct jobs *two = calloc(2, sizeof(*two));
+	struct jobq q = { .fill = two, .other = two + 1 };
 	const struct snap_file *f;
 	int ret;
 
-	if (!batch || !js) {
+	if (!batch || !two) {
 		free(batch);
-		free(js);
+		free(two);
 		return -ENOMEM;
 	}
-	js->c = c;
+	two[0].c = two[1].c = c;
 	while ((ret = snapsrc_next_file(c->src, &f)) > 0) {
+		struct jobs *js = q.fill;
 		const char *rel;
 		struct job *j;
 		size_t run0 = js->nruns;
@@ -998,7 +1204,7 @@ static int restore_in_order(struct restore *c)
 		}
 		rel = relative(c, f->path);
 		if (!rel) {
-			ret = jobs_flush(js); /* notes stay in the snapshot's order */
+			ret = jobq_finish(&q); /* notes stay in the snapshot's order */
 			if (ret < 0)
 				break;
 			c->skipped[SKIP_REFUSED]++;
@@ -1031,7 +1237,7 @@ static int restore_in_order(struct restore *c)
 			j->run0 = run0;
 			j->nruns = js->nruns - run0;
 			if (++js->n == JOB_FILES || js->nruns == JOB_RUNS)
-				ret = jobs_flush(js);
+				ret = jobq_flush(&q);
 			if (ret < 0)
 				break;
 			continue;
@@ -1045,7 +1251,7 @@ static int restore_in_order(struct restore *c)
 
 			memcpy(batch, js->runs + run0, n * sizeof(*batch));
 			js->nruns = run0;
-			ret = jobs_flush(js);
+			ret = jobq_finish(&q);
 			if (ret < 0)
 				break;
 			if (c->stop) {
@@ -1067,11 +1273,11 @@ static int restore_in_order(struct restore *c)
 		}
 	}
 	if (ret == 0)
-		ret = jobs_flush(js);
-	else
-		jobs_flush_drop(js);
+		ret = jobq_finish(&q);
+	if (ret < 0)
+		jobq_drop(&q);
 	free(batch);
-	free(js);
+	free(two);
 	return ret;
 }
 
@@ -1442,28 +1648,55 @@ static int residency_exact(int fd, struct pc_residency **r)
 /*
  * A quick look at a small run of an open file: 1 when every page of it is
  * in the page cache and up to date, 0 when not (yet), -1 when it cannot
- * tell (measure the file with pc_residency()). cachestat first (pages
- * present, including pages still being read in); a run all present is
- * then read with RWF_NOWAIT into a scratch buffer, which succeeds in full
- * only when every page is up to date (a page still being read in makes
- * it stop short or fail with EAGAIN). Nothing is read from the disk:
- * every page was present a moment before (one evicted in between would be
- * read back in by a kernel whose RWF_NOWAIT misses start readahead, 6.12+:
- * a page the restore wants anyway).
+ * tell (measure the file with pc_residency()).
+ * - Where mincore tells this caller the truth (truthful: the kernel's gate
+ *   passes, pc_can_do_mincore()), mincore through a fresh PROT_NONE
+ *   mapping: it counts only pages up to date, and copies nothing.
+ * - Else cachestat first (pages present, including pages still being read
+ *   in); a run all present is then read with RWF_NOWAIT into a scratch
+ *   buffer, which succeeds in full only when every page is up to date (a
+ *   page still being read in makes it stop short or fail with EAGAIN).
+ *   Nothing is read from the disk: every page was present a moment before
+ *   (one evicted in between would be read back in by a kernel whose
+ *   RWF_NOWAIT misses start readahead, 6.12+: a page the restore wants
+ *   anyway). Copying pages fresh from the disk is what a restore of many
+ *   small files spends most of its time on here, hence mincore first.
  */
-#define QUICK_RUN_BYTES (256 * 1024)
-
-static int quick_look(struct restore *c, int fd, struct pc_run run)
+static int quick_look(struct restore *c, int fd, struct pc_run run, bool truthful)
 {
-	static char scratch[QUICK_RUN_BYTES];
 	uint64_t len = run.npages * c->ps;
 	struct pc_cachestat cs;
-	struct iovec iov = { scratch, (size_t)len };
+	struct iovec iov;
 	ssize_t got;
 	int ret;
 
-	if (!c->cachestat_ok || !c->nowait_ok || len > QUICK_RUN_BYTES)
+	if (len > QUICK_RUN_BYTES)
 		return -1;
+	if (truthful) {
+		unsigned char vec[QUICK_RUN_BYTES / 4096];
+		void *map = mmap(NULL, (size_t)len, PROT_NONE, MAP_SHARED, fd,
+				 (off_t)(run.page * c->ps));
+
+		if (map != MAP_FAILED) {
+			ret = mincore(map, (size_t)len, vec);
+			munmap(map, (size_t)len);
+			if (ret == 0) {
+				for (uint64_t k = 0; k < run.npages; k++)
+					if (!(vec[k] & 1))
+						return 0;
+				return 1;
+			}
+		}
+		/* no mapping (RLIMIT_AS, a filesystem without mmap): read */
+	}
+	if (!c->cachestat_ok || !c->nowait_ok)
+		return -1;
+	if (!c->scratch) {
+		c->scratch = malloc(QUICK_RUN_BYTES);
+		if (!c->scratch)
+			return -1;
+	}
+	iov = (struct iovec){ c->scratch, (size_t)len };
 	ret = pc_cachestat(fd, run.page * c->ps, len, &cs);
 	if (ret == -ENOSYS)
 		c->cachestat_ok = false;
@@ -1509,6 +1742,7 @@ static int measure(struct restore *c, bool exact, uint64_t *wanted, uint64_t *re
 		int state = file_state(c, i);
 		unsigned int nruns = 0;
 		int confirmed = 0;         /* -1: measure the file with pc_residency() */
+		int truthful = -1;         /* mincore tells the truth: not asked yet */
 		bool opened = false, missing = false;
 		struct stat st;
 		long runs_at;
@@ -1537,7 +1771,9 @@ static int measure(struct restore *c, bool exact, uint64_t *wanted, uint64_t *re
 				confirmed = -1;
 				continue;
 			}
-			int q = quick_look(c, fd, run);
+			if (truthful < 0)
+				truthful = pc_can_do_mincore(fd) == 1;
+			int q = quick_look(c, fd, run, truthful);
 
 			if (q < 0) {
 				confirmed = -1;
@@ -2065,6 +2301,8 @@ int cmd_restore(int argc, char **argv)
 		ret = PC_EXIT_FAILED;
 out:
 	kept_free(&c);
+	free(c.early);
+	free(c.scratch);
 	watch_free(&c);
 	snapsrc_free(c.src);
 	beneath_close(&c.bn);
