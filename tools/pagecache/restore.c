@@ -815,6 +815,28 @@ struct early {
 
 static int quick_look(struct restore *c, int fd, struct pc_run run, bool truthful);
 
+/*
+ * Whether mincore tells this caller the truth about fd: always where it
+ * has no gate; where cachestat has the same gate as mincore's (6.14+:
+ * owners, CAP_FOWNER, write permission; KERNEL.md section 3), when a
+ * cachestat of one page is not refused: one system call, where
+ * pc_can_do_mincore() reads the user namespace's id map (five); else
+ * pc_can_do_mincore().
+ */
+static bool mincore_truthful(int fd)
+{
+	int mode = pc_detect_mincore();
+	struct pc_cachestat cs;
+
+	if (mode == PC_MINCORE_FULL)
+		return true;
+	if (mode != PC_MINCORE_GATED_FAKED && mode != PC_MINCORE_GATED_MAPPED)
+		return false;
+	if (pc_detect_cachestat() == PC_CACHESTAT_GATED)
+		return pc_cachestat(fd, 0, 1, &cs) == 0;
+	return pc_can_do_mincore(fd) == 1;
+}
+
 /* Queue logged file i (its fd kept) for a look, if its runs are few and small. */
 static void early_add(struct restore *c, size_t i, const struct pc_run *runs, size_t n)
 {
@@ -833,7 +855,7 @@ static void early_add(struct restore *c, size_t i, const struct pc_run *runs, si
 	e = &c->early[c->nearly++];
 	e->file = i;
 	e->batch = c->batches;
-	e->truthful = pc_can_do_mincore(kept_fd(c, i)) == 1;
+	e->truthful = mincore_truthful(kept_fd(c, i));
 	e->nruns = (unsigned int)n;
 	memcpy(e->run, runs, n * sizeof(*runs));
 }
@@ -1772,7 +1794,7 @@ static int measure(struct restore *c, bool exact, uint64_t *wanted, uint64_t *re
 				continue;
 			}
 			if (truthful < 0)
-				truthful = pc_can_do_mincore(fd) == 1;
+				truthful = mincore_truthful(fd);
 			int q = quick_look(c, fd, run, truthful);
 
 			if (q < 0) {
