@@ -865,6 +865,8 @@ static void early_confirm(struct restore *c)
 {
 	size_t done = 0;
 
+	if (!c->nearly)
+		return; /* c->early may be NULL: memmove() takes no NULL */
 	while (done < c->nearly && c->early[done].batch + EARLY_LAG <= c->batches) {
 		struct early *e = &c->early[done++];
 		int fd = kept_fd(c, e->file);
