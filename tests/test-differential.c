@@ -42,6 +42,7 @@
 #include <linux/fs.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1083,6 +1084,26 @@ static void model_task_step(struct model *m, const struct step *st, struct rec *
 
 static uint64_t readahead_pages; /* this disk's read_ahead_kb, in pages */
 
+/*
+ * Pages the kernel has reclaimed so far (/proc/vmstat's pgsteal_anon and
+ * pgsteal_file, which count every reclaimer, DAMON's too); 0 when unknown.
+ */
+static uint64_t reclaimed_pages(void)
+{
+	char name[64];
+	unsigned long long value;
+	uint64_t total = 0;
+	FILE *f = fopen("/proc/vmstat", "re");
+
+	if (!f)
+		return 0;
+	while (fscanf(f, "%63s %llu", name, &value) == 2)
+		if (strcmp(name, "pgsteal_anon") == 0 || strcmp(name, "pgsteal_file") == 0)
+			total += value;
+	fclose(f);
+	return total;
+}
+
 static void model_run(int index, struct rec *recs)
 {
 	static const unsigned int caps[NTASKS] = { PCM_CAP_FOWNER | PCM_CAP_DAC_OVERRIDE, 0, 0, 0 };
@@ -1183,6 +1204,28 @@ static int compare(int index, const struct rec *real, const struct rec *model)
 	return diffs;
 }
 
+/*
+ * Whether every step that differs is an RWF_NOWAIT read the model calls a
+ * miss (EAGAIN) and the kernel answered with data: on a destructive kernel
+ * the read a miss starts can finish before the kernel looks at the page
+ * again (doc/design.md), under load more often. Such a run is repeated.
+ */
+static bool only_nowait_races(int index, const struct rec *real, const struct rec *model)
+{
+	const struct scenario *sc = &scenarios[index];
+
+	for (int i = 0; sc->steps[i].op != OP_END; i++) {
+		const struct rec *a = &real[i], *b = &model[i];
+
+		if (a->recorded == b->recorded && a->ret == b->ret && a->n == b->n &&
+		    (a->n == 0 || memcmp(a->data, b->data, a->n) == 0))
+			continue;
+		if (sc->steps[i].op != OP_NOWAIT || a->ret != 1 || b->ret != -EAGAIN)
+			return false;
+	}
+	return true;
+}
+
 /* ---- this machine ---------------------------------------------------------------- */
 
 static long read_long_file(const char *path)
@@ -1246,6 +1289,7 @@ START_TEST(kernel_and_model_agree)
 		struct rec *real = calloc((size_t)n + 1, sizeof(*real));
 		struct rec *model = calloc((size_t)n + 1, sizeof(*model));
 		char why[200] = "";
+		bool modeled = false;
 		int diffs;
 
 		ck_assert(real && model);
@@ -1254,12 +1298,40 @@ START_TEST(kernel_and_model_agree)
 			recs_free(model, n + 1);
 			continue;
 		}
-		if (real_run(i, real, why, sizeof(why))) {
+		for (int attempt = 0;; attempt++) {
+			uint64_t before = reclaimed_pages(), moved;
+
+			if (real_run(i, real, why, sizeof(why))) {
+				diffs = -1;
+				break;
+			}
+			moved = reclaimed_pages() - before;
+			if (!modeled) /* the model is deterministic: once */
+				model_run(i, model);
+			modeled = true;
+			diffs = compare(i, real, model);
+			/* the kernel reclaimed pages meanwhile (this machine's
+			 * DAMON reclaim takes cold file pages at any time), or a
+			 * NOWAIT miss raced its own read: the kernel's side is
+			 * run again, twice at most */
+			if (!diffs || attempt == 2)
+				break;
+			if (moved)
+				printf("%s differs while reclaim took %" PRIu64 " pages: run again\n",
+				       scenarios[i].name, moved);
+			else if (only_nowait_races(i, real, model))
+				printf("%s differs in NOWAIT misses answered with data: run again\n",
+				       scenarios[i].name);
+			else
+				break;
+			recs_free(real, n + 1);
+			real = calloc((size_t)n + 1, sizeof(*real));
+			ck_assert(real);
+		}
+		if (diffs < 0) {
 			pc_test_skip(scenarios[i].name, why);
 			skipped++;
 		} else {
-			model_run(i, model);
-			diffs = compare(i, real, model);
 			run++;
 			steps += n;
 			if (diffs)
