@@ -91,10 +91,19 @@ struct outcome {
  * thread is preempted between starting the read and looking again: 9 of 9
  * seen in CI-like runs), so there only the resident-after rule holds; its
  * answers for pages past EOF and for resident pages are still checked.
+ * So does code slowed down by a sanitizer or valgrind, on a fast disk: CI's
+ * tsan stage saw 1206 of 8000 at one depth.
  */
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define PC_TEST_SLOWED 1
+#else
+#define PC_TEST_SLOWED 0
+#endif
+
 static size_t false_hits_allowed(const struct pc_prober *p, size_t misses)
 {
-	if (pc_prober_source(p) == PC_SOURCE_PREADV2)
+	if (pc_prober_source(p) == PC_SOURCE_PREADV2 || PC_TEST_SLOWED ||
+	    pc_test_under_valgrind())
 		return misses;
 	return 1 + misses / 8;
 }
