@@ -821,7 +821,11 @@ static int quick_look(struct restore *c, int fd, struct pc_run run, bool truthfu
  * owners, CAP_FOWNER, write permission; KERNEL.md section 3), when a
  * cachestat of one page is not refused: one system call, where
  * pc_can_do_mincore() reads the user namespace's id map (five); else
- * pc_can_do_mincore().
+ * pc_can_do_mincore(). (One case where the two gates part: on an idmapped
+ * mount cachestat judges ownership through the mount's id map and mincore
+ * does not, so a file its owner may not write, 0444, passes cachestat's and
+ * fails mincore's; restore would then count such a file's faked "all
+ * resident" as complete.)
  */
 static bool mincore_truthful(int fd)
 {
