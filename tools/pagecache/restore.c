@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <linux/fiemap.h>
+#include <linux/capability.h>
 #include <linux/fs.h>
 #include <pthread.h>
 #include <sched.h>
@@ -148,6 +149,7 @@ struct restore {
 	size_t nearly;
 	uint64_t batches;          /* batches of files flushed so far */
 	char *scratch;             /* quick_look()'s reads land here */
+	bool mincore_everywhere;   /* mincore tells the truth about every file */
 	bool cachestat_ok;         /* false: cachestat(2) is missing (ENOSYS) */
 	bool nowait_ok;            /* false: RWF_NOWAIT reads refused here */
 	double last_watch_add;
@@ -815,29 +817,48 @@ struct early {
 
 static int quick_look(struct restore *c, int fd, struct pc_run run, bool truthful);
 
+/* Whether this process is in the initial user namespace, where every id is
+ * mapped (its uid_map covers all 2^32 - 1 ids). */
+static bool initial_user_ns(void)
+{
+	unsigned long inside, outside, count, total = 0;
+	FILE *f = fopen("/proc/self/uid_map", "re");
+
+	if (!f)
+		return false;
+	while (fscanf(f, "%lu %lu %lu", &inside, &outside, &count) == 3)
+		total += count;
+	fclose(f);
+	return total >= 4294967295UL;
+}
+
 /*
- * Whether mincore tells this caller the truth about fd: always where it
- * has no gate; where cachestat has the same gate as mincore's (6.14+:
- * owners, CAP_FOWNER, write permission; KERNEL.md section 3), when a
- * cachestat of one page is not refused: one system call, where
- * pc_can_do_mincore() reads the user namespace's id map (five); else
- * pc_can_do_mincore(). (One case where the two gates part: on an idmapped
- * mount cachestat judges ownership through the mount's id map and mincore
- * does not, so a file its owner may not write, 0444, passes cachestat's and
- * fails mincore's; restore would then count such a file's faked "all
- * resident" as complete.)
+ * Whether mincore tells this process the truth about every file: where it
+ * has no gate, or with CAP_FOWNER in the initial user namespace, where the
+ * gate's owner-or-capable test passes for every inode. Asked once: restore
+ * changes neither its credentials nor its namespace.
  */
-static bool mincore_truthful(int fd)
+static bool mincore_truthful_everywhere(void)
 {
 	int mode = pc_detect_mincore();
-	struct pc_cachestat cs;
 
 	if (mode == PC_MINCORE_FULL)
 		return true;
 	if (mode != PC_MINCORE_GATED_FAKED && mode != PC_MINCORE_GATED_MAPPED)
 		return false;
-	if (pc_detect_cachestat() == PC_CACHESTAT_GATED)
-		return pc_cachestat(fd, 0, 1, &cs) == 0;
+	return cap_effective(CAP_FOWNER) && initial_user_ns();
+}
+
+/* Whether mincore tells the truth about fd (pc_can_do_mincore() costs five
+ * system calls: it reads the id map each time). */
+static bool mincore_truthful(const struct restore *c, int fd)
+{
+	int mode = pc_detect_mincore();
+
+	if (c->mincore_everywhere)
+		return true;
+	if (mode != PC_MINCORE_GATED_FAKED && mode != PC_MINCORE_GATED_MAPPED)
+		return false;
 	return pc_can_do_mincore(fd) == 1;
 }
 
@@ -859,7 +880,7 @@ static void early_add(struct restore *c, size_t i, const struct pc_run *runs, si
 	e = &c->early[c->nearly++];
 	e->file = i;
 	e->batch = c->batches;
-	e->truthful = mincore_truthful(kept_fd(c, i));
+	e->truthful = mincore_truthful(c, kept_fd(c, i));
 	e->nruns = (unsigned int)n;
 	memcpy(e->run, runs, n * sizeof(*runs));
 }
@@ -1800,7 +1821,7 @@ static int measure(struct restore *c, bool exact, uint64_t *wanted, uint64_t *re
 				continue;
 			}
 			if (truthful < 0)
-				truthful = mincore_truthful(fd);
+				truthful = mincore_truthful(c, fd);
 			int q = quick_look(c, fd, run, truthful);
 
 			if (q < 0) {
@@ -2303,6 +2324,7 @@ int cmd_restore(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 
 	kept_init(&c);
+	c.mincore_everywhere = mincore_truthful_everywhere();
 	progress_init(&c.progress, !c.quiet && !c.json && isatty(STDERR_FILENO));
 	c.start = now_seconds();
 	ret = c.physical ? restore_physical(&c) : restore_in_order(&c);
