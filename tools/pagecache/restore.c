@@ -150,6 +150,7 @@ struct restore {
 	uint64_t batches;          /* batches of files flushed so far */
 	char *scratch;             /* quick_look()'s reads land here */
 	bool mincore_everywhere;   /* mincore tells the truth about every file */
+	bool rewarming;            /* in rewarm(): pages found resident are not "before" */
 	bool cachestat_ok;         /* false: cachestat(2) is missing (ENOSYS) */
 	bool nowait_ok;            /* false: RWF_NOWAIT reads refused here */
 	double last_watch_add;
@@ -598,7 +599,8 @@ static int warm_account(struct restore *c, int fd, const char *rel, const struct
 	struct pc_warm_stats st = *stp;
 
 	c->file_seen += st.quality == PC_QUALITY_UNKNOWN ? 0 : st.pages_resident;
-	c->resident_before += st.pages_resident;
+	if (!c->rewarming) /* settle()'s second look: those were counted */
+		c->resident_before += st.pages_resident;
 	c->read += st.pages_read;
 	if (st.quality == PC_QUALITY_UNKNOWN)
 		c->hidden = true;
@@ -1996,13 +1998,17 @@ static void settle(struct restore *c)
 {
 	double t0 = now_seconds();
 	uint64_t before = c->read;
+	int ret;
 
 	for (int round = 0; round < 3; round++) {
 		poll_resident(c, round < 2 ? 0.3 : 1.0);
 		if (c->final_unknown || c->final_resident >= c->final_wanted || c->stop ||
 		    got_signal || round == 2)
 			break;
-		if (rewarm(c) < 0)
+		c->rewarming = true;
+		ret = rewarm(c);
+		c->rewarming = false;
+		if (ret < 0)
 			break;
 	}
 	c->retried = c->read - before;
