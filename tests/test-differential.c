@@ -1181,7 +1181,20 @@ static void describe_rec(const struct step *st, const struct rec *r, char *buf, 
 }
 
 /* Returns the number of differing steps (the first few are printed). */
-static int compare(int index, const struct rec *real, const struct rec *model)
+/*
+ * An RWF_NOWAIT read the model calls a miss (EAGAIN) and the kernel
+ * answered with data: on a destructive kernel the read a miss starts can
+ * finish before the kernel looks at the page again (doc/design.md), often
+ * when the test runs slowly (valgrind, sanitizers, load) on a fast disk.
+ * Either answer leaves the page cached, which the steps after it compare.
+ */
+static bool nowait_raced(const struct step *st, const struct rec *real, const struct rec *model)
+{
+	return st->op == OP_NOWAIT && real->recorded && model->recorded && real->ret == 1 &&
+	       model->ret == -EAGAIN;
+}
+
+static int compare(int index, const struct rec *real, const struct rec *model, int *raced)
 {
 	const struct scenario *sc = &scenarios[index];
 	int diffs = 0;
@@ -1193,6 +1206,10 @@ static int compare(int index, const struct rec *real, const struct rec *model)
 		if (a->recorded == b->recorded && a->ret == b->ret && a->n == b->n &&
 		    (a->n == 0 || memcmp(a->data, b->data, a->n) == 0))
 			continue;
+		if (nowait_raced(&sc->steps[i], a, b)) {
+			(*raced)++;
+			continue;
+		}
 		if (diffs++ >= 4)
 			continue;
 		describe_step(&sc->steps[i], what, sizeof(what));
@@ -1202,28 +1219,6 @@ static int compare(int index, const struct rec *real, const struct rec *model)
 		       what, ra, rb);
 	}
 	return diffs;
-}
-
-/*
- * Whether every step that differs is an RWF_NOWAIT read the model calls a
- * miss (EAGAIN) and the kernel answered with data: on a destructive kernel
- * the read a miss starts can finish before the kernel looks at the page
- * again (doc/design.md), under load more often. Such a run is repeated.
- */
-static bool only_nowait_races(int index, const struct rec *real, const struct rec *model)
-{
-	const struct scenario *sc = &scenarios[index];
-
-	for (int i = 0; sc->steps[i].op != OP_END; i++) {
-		const struct rec *a = &real[i], *b = &model[i];
-
-		if (a->recorded == b->recorded && a->ret == b->ret && a->n == b->n &&
-		    (a->n == 0 || memcmp(a->data, b->data, a->n) == 0))
-			continue;
-		if (sc->steps[i].op != OP_NOWAIT || a->ret != 1 || b->ret != -EAGAIN)
-			return false;
-	}
-	return true;
 }
 
 /* ---- this machine ---------------------------------------------------------------- */
@@ -1290,7 +1285,7 @@ START_TEST(kernel_and_model_agree)
 		struct rec *model = calloc((size_t)n + 1, sizeof(*model));
 		char why[200] = "";
 		bool modeled = false;
-		int diffs;
+		int diffs, raced = 0;
 
 		ck_assert(real && model);
 		if (only && strcmp(only, scenarios[i].name) != 0) {
@@ -1309,21 +1304,15 @@ START_TEST(kernel_and_model_agree)
 			if (!modeled) /* the model is deterministic: once */
 				model_run(i, model);
 			modeled = true;
-			diffs = compare(i, real, model);
+			raced = 0;
+			diffs = compare(i, real, model, &raced);
 			/* the kernel reclaimed pages meanwhile (this machine's
-			 * DAMON reclaim takes cold file pages at any time), or a
-			 * NOWAIT miss raced its own read: the kernel's side is
-			 * run again, twice at most */
-			if (!diffs || attempt == 2)
+			 * DAMON reclaim takes cold file pages at any time): the
+			 * kernel's side is run again, twice at most */
+			if (!diffs || !moved || attempt == 2)
 				break;
-			if (moved)
-				printf("%s differs while reclaim took %" PRIu64 " pages: run again\n",
-				       scenarios[i].name, moved);
-			else if (only_nowait_races(i, real, model))
-				printf("%s differs in NOWAIT misses answered with data: run again\n",
-				       scenarios[i].name);
-			else
-				break;
+			printf("%s differs while reclaim took %" PRIu64 " pages: run again\n",
+			       scenarios[i].name, moved);
 			recs_free(real, n + 1);
 			real = calloc((size_t)n + 1, sizeof(*real));
 			ck_assert(real);
@@ -1336,7 +1325,10 @@ START_TEST(kernel_and_model_agree)
 			steps += n;
 			if (diffs)
 				mismatched++;
-			printf("%-48s %s\n", scenarios[i].name, diffs ? "DIFFERS" : "same");
+			printf("%-48s %s", scenarios[i].name, diffs ? "DIFFERS" : "same");
+			if (raced)
+				printf(" (%d NOWAIT misses answered with data: raced)", raced);
+			printf("\n");
 		}
 		recs_free(real, n + 1);
 		recs_free(model, n + 1);
