@@ -1180,7 +1180,6 @@ static void describe_rec(const struct step *st, const struct rec *r, char *buf, 
 	}
 }
 
-/* Returns the number of differing steps (the first few are printed). */
 /*
  * An RWF_NOWAIT read the model calls a miss (EAGAIN) and the kernel
  * answered with data: on a destructive kernel the read a miss starts can
@@ -1194,6 +1193,8 @@ static bool nowait_raced(const struct step *st, const struct rec *real, const st
 	       model->ret == -EAGAIN;
 }
 
+/* Returns the number of differing steps (the first few are printed);
+ * *raced counts the NOWAIT races left out. */
 static int compare(int index, const struct rec *real, const struct rec *model, int *raced)
 {
 	const struct scenario *sc = &scenarios[index];
