@@ -150,7 +150,6 @@ struct restore {
 	uint64_t batches;          /* batches of files flushed so far */
 	char *scratch;             /* quick_look()'s reads land here */
 	bool mincore_everywhere;   /* mincore tells the truth about every file */
-	bool rewarming;            /* in rewarm(): pages found resident are not "before" */
 	bool cachestat_ok;         /* false: cachestat(2) is missing (ENOSYS) */
 	bool nowait_ok;            /* false: RWF_NOWAIT reads refused here */
 	double last_watch_add;
@@ -599,8 +598,7 @@ static int warm_account(struct restore *c, int fd, const char *rel, const struct
 	struct pc_warm_stats st = *stp;
 
 	c->file_seen += st.quality == PC_QUALITY_UNKNOWN ? 0 : st.pages_resident;
-	if (!c->rewarming) /* settle()'s second look: those were counted */
-		c->resident_before += st.pages_resident;
+	c->resident_before += st.pages_resident;
 	c->read += st.pages_read;
 	if (st.quality == PC_QUALITY_UNKNOWN)
 		c->hidden = true;
@@ -855,10 +853,11 @@ static bool mincore_truthful_everywhere(void)
  * system calls: it reads the id map each time). */
 static bool mincore_truthful(const struct restore *c, int fd)
 {
-	int mode = pc_detect_mincore();
+	int mode;
 
 	if (c->mincore_everywhere)
 		return true;
+	mode = pc_detect_mincore();
 	if (mode != PC_MINCORE_GATED_FAKED && mode != PC_MINCORE_GATED_MAPPED)
 		return false;
 	return pc_can_do_mincore(fd) == 1;
@@ -1185,19 +1184,12 @@ static int jobq_finish(struct jobq *q)
 {
 	int ret = jobq_flush(q);
 
-	if (q->other_busy) {
-		struct jobs *js = q->other;
-
-		q->other_busy = false;
-		jobs_join(js);
-		if (ret == 0)
-			return jobs_account(js);
-		for (size_t i = 0; i < js->n; i++)
-			if (js->job[i].fd >= 0)
-				close(js->job[i].fd);
-		jobs_reset(js);
-	}
-	return ret;
+	/* after an error the caller's jobq_drop() forgets the busy batch */
+	if (ret < 0 || !q->other_busy)
+		return ret;
+	q->other_busy = false;
+	jobs_join(q->other);
+	return jobs_account(q->other);
 }
 
 /* After an error: the busy batch waited for and forgotten, the filled one
@@ -1997,7 +1989,7 @@ static void poll_resident(struct restore *c, double quiet)
 static void settle(struct restore *c)
 {
 	double t0 = now_seconds();
-	uint64_t before = c->read;
+	uint64_t before = c->read, resident_before;
 	int ret;
 
 	for (int round = 0; round < 3; round++) {
@@ -2005,9 +1997,10 @@ static void settle(struct restore *c)
 		if (c->final_unknown || c->final_resident >= c->final_wanted || c->stop ||
 		    got_signal || round == 2)
 			break;
-		c->rewarming = true;
+		/* pages rewarm() finds resident were counted the first time */
+		resident_before = c->resident_before;
 		ret = rewarm(c);
-		c->rewarming = false;
+		c->resident_before = resident_before;
 		if (ret < 0)
 			break;
 	}
