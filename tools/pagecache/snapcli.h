@@ -103,6 +103,7 @@ void snapsrc_report(const struct snapsrc *s, int err);
 
 struct beneath {
 	int rootfd;
+	int procfd;                /* /proc/self/fd, for the reopen; -1: by path */
 	int method;                /* 0 not chosen yet, 1 openat2, 2 component walk */
 };
 /* Open the root directory. Returns 0 or -errno. */
