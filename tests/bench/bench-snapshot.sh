@@ -85,11 +85,19 @@ compare() {
 		if ((side == 1)); then ours+=("$a"); else theirs+=("$a"); fi
 	done
 	local o_t=() t_t=() o_r t_r
+	# the order alternates: on this disk the time of a run swings by +-30%
+	# within minutes, and neither side should always go first
 	for ((r = 0; r < ROUNDS; r++)); do
+		if ((r % 2)); then
+			read -r t res < <(timed "$path" "$snap" "$root" "${theirs[@]}")
+			t_t+=("$t"); t_r=$res
+		fi
 		read -r t res < <(timed "$path" "$snap" "$root" "${ours[@]}")
 		o_t+=("$t"); o_r=$res
-		read -r t res < <(timed "$path" "$snap" "$root" "${theirs[@]}")
-		t_t+=("$t"); t_r=$res
+		if ((r % 2 == 0)); then
+			read -r t res < <(timed "$path" "$snap" "$root" "${theirs[@]}")
+			t_t+=("$t"); t_r=$res
+		fi
 	done
 	local om tm ratio
 	om=$(printf '%s\n' "${o_t[@]}" | median)

@@ -2117,7 +2117,7 @@ static void poll_resident(struct restore *c, double quiet)
 	bool ask = false, exact = false;
 
 	for (;;) {
-		uint64_t w, r, absent;
+		uint64_t w, r, absent = UINT64_MAX;
 		bool unk;
 		double t;
 
