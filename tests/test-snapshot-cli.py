@@ -8,9 +8,11 @@ restore reads nothing; identity mismatches and --strict; hostile snapshots
 (symlinks out of the root, "..", absolute paths) that must read nothing
 outside the root, with openat2 and with the component walk; every
 truncation and random bit flips; happycache files written by hand from the
-format's description; budgets; uid 65534.
+format's description; budgets; uid 65534; pages a readahead dropped are
+read again.
 
 Usage: test-snapshot-cli.py PATH-TO-pagecache PATH-TO-noopenat2-shim.so
+                            PATH-TO-dropra-shim.so
 Prints one line per case; "SKIP: case: why" for a case that cannot run here.
 Exits 0 when all ran cases passed, 1 on a failure, 77 when nothing can run.
 Under PC_UNDER_VALGRIND=1 every pagecache run goes through valgrind."""
@@ -28,13 +30,15 @@ import sys
 
 EXE = None
 SHIM = None
+DROPRA_SHIM = None
 
 
-def shim_env():
-    """Preload the shim that hides openat2; in an ASan build its runtime
-    would have to come first, which a preload cannot arrange."""
+def shim_env(shim=None):
+    """Preload a shim (by default the one that hides openat2); in an ASan
+    build its runtime would have to come first, which a preload cannot
+    arrange."""
     asan = os.environ.get("ASAN_OPTIONS", "")
-    return {"LD_PRELOAD": SHIM,
+    return {"LD_PRELOAD": shim or SHIM,
             "ASAN_OPTIONS": (asan + ":" if asan else "") + "verify_asan_link_order=0"}
 PS = os.sysconf("SC_PAGE_SIZE")
 TIMEOUT = 120
@@ -672,6 +676,40 @@ def case_many_files(env):
     check(got <= budget + 64, f"{got} pages resident after a budget of {budget}")
 
 
+def case_dropped_readahead(env):
+    """A readahead(2) call that reads nothing (the kernel gives up silently
+    when it cannot allocate pages; the dropra shim plays that part): the
+    pages never arrive, none is in flight, and restore reads them again
+    before it measures. Counted as read again, and resident at the end."""
+    need_root()
+    t = env.path("dropped")
+    os.mkdir(t)
+    victim = os.path.join(t, "victim")
+    make_file(victim, 2048)  # 8 MiB: four readahead(2) calls of 2 MiB
+    make_file(os.path.join(t, "other"), 64)
+    for n in ("victim", "other"):
+        with open(os.path.join(t, n), "rb") as f:
+            while f.read(1 << 20):
+                pass
+    snap = env.path("dropped.snap")
+    rc, _, err = run(["dump", "-q", "-o", snap, t])
+    check(rc == 0, f"dump: exit {rc}: {err!r}")
+    evict_tree(t)
+    env_ = shim_env(DROPRA_SHIM)
+    env_["PC_SHIM_DROP_NAME"] = "/victim"
+    rc, doc, err = run_json(["restore", "--fast", "-q", snap], env=env_)
+    check(rc == 0, f"restore: exit {rc}: {err!r}")
+    check(b"dropra-shim: dropped readahead(" in err, f"the shim dropped nothing: {err!r}")
+    check(doc["pages_wanted"] == 2048 + 64, f"wanted: {doc}")
+    # the dropped call's pages (512), and any that reclaim took meanwhile
+    check(doc["pages_read_again"] >= 512, f"read again: {doc}")
+    check(doc["pages_read"] - doc["pages_read_again"] ==
+          doc["pages_wanted"] - doc["pages_already_resident"], f"counts: {doc}")
+    check(doc["final_resident_percent"] == 100.0, f"final resident: {doc}")
+    missing = set(range(2048)) - resident_pages(victim)
+    check(not missing, f"victim pages missing after the restore: {sorted(missing)[:16]}")
+
+
 def case_budget(env):
     need_root()
     t = env.path("t")
@@ -903,16 +941,17 @@ def case_usage_errors(env):
 CASES = [case_usage_errors, case_round_trip, case_identity_and_strict, case_hostile_snapshot,
          case_truncations, case_bit_flips, case_happycache_by_hand, case_happycache_hostile,
          case_happycache_long_path,
-         case_many_files, case_budget, case_nobody, case_diff_orders, case_stdout_and_stdin, case_atomic_dump]
+         case_many_files, case_dropped_readahead, case_budget, case_nobody, case_diff_orders, case_stdout_and_stdin, case_atomic_dump]
 
 
 def main():
-    global EXE, SHIM
-    if len(sys.argv) != 3:
+    global EXE, SHIM, DROPRA_SHIM
+    if len(sys.argv) != 4:
         print(__doc__)
         return 2
     EXE = os.path.abspath(sys.argv[1])
     SHIM = os.path.abspath(sys.argv[2])
+    DROPRA_SHIM = os.path.abspath(sys.argv[3])
     probe = Env()
     if tmpfs(probe.dir):
         probe.cleanup()
