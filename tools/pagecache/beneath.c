@@ -36,11 +36,18 @@ enum { METHOD_UNKNOWN, METHOD_OPENAT2, METHOD_WALK };
 
 int beneath_init(struct beneath *b, const char *root)
 {
+	int ret;
+
 	b->method = METHOD_UNKNOWN;
-	/* the process's fd table, which every thread shares */
-	b->procfd = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	b->rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	return b->rootfd < 0 ? -errno : 0;
+	if (b->rootfd < 0) {
+		ret = -errno;
+		b->procfd = -1;
+		return ret;
+	}
+	/* the process's fd table, which every thread shares; -1: by path */
+	b->procfd = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return 0;
 }
 
 void beneath_close(struct beneath *b)

@@ -819,6 +819,7 @@ struct early {
 };
 
 #ifndef MAP_FIXED_NOREPLACE
+/* most architectures' value; where it is not, mmap fails and quick_look() looks */
 #define MAP_FIXED_NOREPLACE 0x100000
 #endif
 #define EARLY_VEC_PAGES 16384      /* pages one early_look_mapped() pass maps */
@@ -890,6 +891,7 @@ static void early_add(struct restore *c, size_t i, const struct pc_run *runs, si
 	e->file = i;
 	e->batch = c->batches;
 	e->truthful = mincore_truthful(c, kept_fd(c, i));
+	e->seen = -1;
 	e->nruns = (unsigned int)n;
 	memcpy(e->run, runs, n * sizeof(*runs));
 }
@@ -1876,23 +1878,28 @@ static int quick_look(struct restore *c, int fd, struct pc_run run, bool truthfu
 	return -1; /* short: the end of the file moved, or a page not up to date */
 }
 
+/* Whether cachestat counts fd's pages: not where it is missing, nor on
+ * overlayfs (it counts the overlay inode's own, empty, mapping there). */
+static bool cachestat_counts(const struct restore *c, int fd)
+{
+	struct statfs sfs;
+
+	return c->cachestat_ok && fstatfs(fd, &sfs) == 0 &&
+	       sfs.f_type != (typeof(sfs.f_type))OVERLAYFS_SUPER_MAGIC;
+}
+
 /*
  * Of run's pages that r does not hold resident, those not in the page
  * cache at all: neither up to date nor still being read in (cachestat
  * counts both), pages that will not come by themselves. -1 when cachestat
- * cannot tell: missing, refused, or on overlayfs (it counts the overlay
- * inode's own, empty, mapping there).
+ * cannot tell (refused). Only where cachestat_counts().
  */
 static int64_t absent_in(struct restore *c, int fd, const struct pc_residency *r,
 			 struct pc_run run)
 {
 	uint64_t p = run.page, end = run.page + run.npages;
 	int64_t absent = 0;
-	struct statfs sfs;
 
-	if (!c->cachestat_ok || fstatfs(fd, &sfs) < 0 ||
-	    sfs.f_type == (typeof(sfs.f_type))OVERLAYFS_SUPER_MAGIC)
-		return -1;
 	while (p < end) {
 		struct pc_cachestat cs;
 		struct pc_run res;
@@ -2003,14 +2010,19 @@ static int measure(struct restore *c, bool exact, uint64_t *wanted, uint64_t *re
 			} else {
 				if (fseek(c->log, runs_at, SEEK_SET) != 0)
 					goto fail;
+				int counts = -1; /* cachestat_counts(), asked once */
+
 				for (prev = 0; (more = log_next(c, &prev, &run)) > 0;) {
 					uint64_t got = resident_in(r, run);
-					int64_t a;
+					int64_t a = -1;
 
 					fr += got;
 					if (!absent || *absent == UINT64_MAX || got == run.npages)
 						continue;
-					a = absent_in(c, fd, r, run);
+					if (counts < 0)
+						counts = cachestat_counts(c, fd);
+					if (counts)
+						a = absent_in(c, fd, r, run);
 					*absent = a < 0 ? UINT64_MAX : *absent + (uint64_t)a;
 				}
 				if (more < 0)
@@ -2114,7 +2126,7 @@ static void poll_resident(struct restore *c, double quiet)
 	double t0 = now_seconds(), last_change = t0;
 	uint64_t prev = UINT64_MAX;
 	long sleep_ns = 2000000;
-	bool ask = false, exact = false;
+	bool ask = false, exact = false, can_ask = true;
 
 	for (;;) {
 		uint64_t w, r, absent = UINT64_MAX;
@@ -2134,9 +2146,13 @@ static void poll_resident(struct restore *c, double quiet)
 			break;
 		if (exact && absent != UINT64_MAX && absent >= w - r)
 			return; /* measured exactly, and nothing more is coming */
-		/* a poll that saw no change asks at once; one that asked sleeps */
-		ask = r == prev && !exact;
-		if (r != prev) {
+		if (exact && absent == UINT64_MAX)
+			can_ask = false; /* cachestat cannot tell: the quiet time decides */
+		/* A plain poll that saw no change asks at once; one that asked
+		 * sleeps. Only plain polls are compared: they count a small run
+		 * with pages missing as none, an exact one counts its pages. */
+		ask = !exact && can_ask && r == prev;
+		if (!exact && r != prev) {
 			prev = r;
 			last_change = t;
 		}
@@ -2371,7 +2387,7 @@ static void summary_text(struct restore *c, FILE *f)
 
 int cmd_restore(int argc, char **argv)
 {
-	struct restore c = { .bn = { .rootfd = -1 } };
+	struct restore c = { .bn = { .rootfd = -1, .procfd = -1 } };
 	const char *root_arg = NULL;
 	struct sigaction sa = { .sa_handler = on_signal };
 	int opt, ret = 0;
