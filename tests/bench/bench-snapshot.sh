@@ -100,6 +100,8 @@ compare() {
 		fi
 	done
 	local om tm ratio
+	# every round on stderr: the medians hide how much the disk swings
+	echo "# $name: ours ${o_t[*]}; theirs ${t_t[*]}" >&2
 	om=$(printf '%s\n' "${o_t[@]}" | median)
 	tm=$(printf '%s\n' "${t_t[@]}" | median)
 	if [[ $kind == throughput ]]; then
