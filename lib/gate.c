@@ -9,6 +9,7 @@
  */
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,14 +99,44 @@ static enum id_seen id_classify(const char *map, const char *overflow, unsigned 
 	return id == overflow_id(overflow) ? ID_AMBIGUOUS : ID_MAPPED;
 }
 
+static int mount_idmapped(int fd, const struct stat *st);
+
+/*
+ * Whether fstat's uid is the file's owner as the gate sees it. An idmapped
+ * mount shows an owner its idmap does not map as the overflow id, and the
+ * gate then finds no owner at all: neither the caller whose fsuid is that
+ * id nor CAP_FOWNER passes (seen on 6.18: root with CAP_FOWNER in the
+ * initial namespace, a 0644 file of uid 0 through a mount mapping only
+ * 1000-1009, mincore faked every page). So the overflow id on an idmapped
+ * mount (or one whose options cannot be read) is no owner; the write
+ * permission test, which the kernel evaluates through the idmap, decides.
+ */
+static pthread_once_t overflow_once = PTHREAD_ONCE_INIT;
+static uid_t overflow_uid; /* written once, behind overflow_once */
+
+static void read_overflow_uid(void)
+{
+	overflow_uid = (uid_t)overflow_id(OVERFLOW_UID);
+}
+
+static int owner_known(int fd, const struct stat *st)
+{
+	/* read once: the sysctl is set at boot, and this runs for every file */
+	pthread_once(&overflow_once, read_overflow_uid);
+	if (st->st_uid != overflow_uid)
+		return 1;
+	return mount_idmapped(fd, st) == 0;
+}
+
 /* The owner passes: the kernel compares the caller's fsuid with the file's
  * uid (through the mount's idmap, as fstat shows it). Equal overflow ids
  * may stand for two different users, so they do not count. */
-static int owner_passes(const struct stat *st)
+static int owner_passes(int fd, const struct stat *st)
 {
 	if (st->st_uid != current_fsuid())
 		return 0;
-	return id_classify(UID_MAP, OVERFLOW_UID, st->st_uid) == ID_MAPPED;
+	return id_classify(UID_MAP, OVERFLOW_UID, st->st_uid) == ID_MAPPED &&
+	       owner_known(fd, st);
 }
 
 /* CAP_FOWNER passes when it is in the effective set and the file's uid is
@@ -113,11 +144,12 @@ static int owner_passes(const struct stat *st)
  * owner-or-capable test ignores the gid (seen on 6.18 with a uid-mapped,
  * gid-unmapped file), unlike CAP_DAC_OVERRIDE, which needs both and which
  * faccessat evaluates. */
-static int fowner_passes(const struct stat *st)
+static int fowner_passes(int fd, const struct stat *st)
 {
 	if (!has_effective_cap(CAP_FOWNER))
 		return 0;
-	return id_classify(UID_MAP, OVERFLOW_UID, st->st_uid) == ID_MAPPED;
+	return id_classify(UID_MAP, OVERFLOW_UID, st->st_uid) == ID_MAPPED &&
+	       owner_known(fd, st);
 }
 
 /* Mount id of fd (statx STATX_MNT_ID, 5.8+), or -1. */
@@ -184,9 +216,32 @@ static int line_superblock_readonly(const char *line)
 	return opts_have_ro(p);
 }
 
-/* 1 if the superblock holding fd is read-only (from /proc/self/mountinfo),
- * 0 if not, -1 if unknown. */
-static int superblock_readonly(int fd, const struct stat *st)
+/* 1 if a mountinfo line's mount options (its sixth field) hold
+ * "idmapped", 0 if not, -1 if the line is malformed. */
+static int line_mount_idmapped(const char *line)
+{
+	const char *p = line;
+
+	for (int field = 0; field < 5; field++) { /* id parent dev root point */
+		p = strchr(p, ' ');
+		if (!p)
+			return -1;
+		p++;
+	}
+	for (const char *end = p + strcspn(p, " \n"); p < end;) {
+		size_t n = strcspn(p, ", \n");
+
+		if (n == 8 && strncmp(p, "idmapped", 8) == 0)
+			return 1;
+		p += n + 1;
+	}
+	return 0;
+}
+
+/* what(line) for the mountinfo line of fd's mount; -1 if unknown. With no
+ * mount id (before 5.8), the first mount of the device: right for the
+ * superblock's options, a guess for a mount's own. */
+static int mountinfo_ask(int fd, const struct stat *st, int (*what)(const char *line))
 {
 	long id = mount_id(fd);
 	char *line = NULL;
@@ -198,13 +253,27 @@ static int superblock_readonly(int fd, const struct stat *st)
 		return -1;
 	while (getline(&line, &cap, f) > 0) {
 		if (mountinfo_line_matches(line, id, st->st_dev)) {
-			ret = line_superblock_readonly(line);
+			ret = what(line);
 			break;
 		}
 	}
 	free(line);
 	fclose(f);
 	return ret;
+}
+
+/* 1 if the superblock holding fd is read-only (from /proc/self/mountinfo),
+ * 0 if not, -1 if unknown. */
+static int superblock_readonly(int fd, const struct stat *st)
+{
+	return mountinfo_ask(fd, st, line_superblock_readonly);
+}
+
+/* 1 if fd's mount is idmapped (Linux 5.12+ says so in its options), 0 if
+ * not, -1 if unknown. */
+static int mount_idmapped(int fd, const struct stat *st)
+{
+	return mountinfo_ask(fd, st, line_mount_idmapped);
 }
 
 /* Write permission, as inode_permission(MAY_WRITE) decides it, with the
@@ -247,7 +316,7 @@ int pc_gate_predict(int fd)
 
 	if (ret < 0)
 		return ret;
-	if (owner_passes(&st) || fowner_passes(&st))
+	if (owner_passes(fd, &st) || fowner_passes(fd, &st))
 		return 1;
 	return write_permission_passes(fd, &st);
 }

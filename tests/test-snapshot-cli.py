@@ -9,7 +9,7 @@ restore reads nothing; identity mismatches and --strict; hostile snapshots
 outside the root, with openat2 and with the component walk; every
 truncation and random bit flips; happycache files written by hand from the
 format's description; budgets; uid 65534; pages a readahead dropped are
-read again.
+read again; files an idmapped mount shows without an owner.
 
 Usage: test-snapshot-cli.py PATH-TO-pagecache PATH-TO-noopenat2-shim.so
                             PATH-TO-dropra-shim.so
@@ -20,6 +20,7 @@ Under PC_UNDER_VALGRIND=1 every pagecache run goes through valgrind."""
 import pc_unvalgrind  # noqa: F401 (first: leaves valgrind, see the module)
 import pc_cases
 from pc_cases import Failure, Skip, check, mincore, only_cases, run_cases, tmpfs
+import ctypes
 import gzip
 import json
 import os
@@ -711,6 +712,109 @@ def case_dropped_readahead(env):
     check(not missing, f"victim pages missing after the restore: {sorted(missing)[:16]}")
 
 
+# ---- an idmapped mount (open_tree, mount_setattr, move_mount: 5.12+) ------
+
+_LIBC = ctypes.CDLL(None, use_errno=True)
+_LIBC.syscall.restype = ctypes.c_long
+SYS_OPEN_TREE, SYS_MOVE_MOUNT, SYS_MOUNT_SETATTR = 428, 429, 442  # every architecture but alpha
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64),
+                ("propagation", ctypes.c_uint64), ("userns_fd", ctypes.c_uint64)]
+
+
+def _userns_fd(idmap):
+    """A user namespace mapping idmap (uids and gids alike), as an fd; a
+    child unshares it and waits while its maps are written."""
+    ready_r, ready_w = os.pipe()
+    go_r, go_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(ready_r)
+        os.close(go_w)
+        ok = _LIBC.unshare(0x10000000) == 0  # CLONE_NEWUSER
+        os.write(ready_w, b"r" if ok else b"e")
+        os.read(go_r, 1)
+        os._exit(0)
+    os.close(ready_w)
+    os.close(go_r)
+    fd = -1
+    try:
+        if os.read(ready_r, 1) == b"r":
+            for which in ("uid_map", "gid_map"):
+                with open(f"/proc/{pid}/{which}", "w") as f:
+                    f.write(idmap)
+            fd = os.open(f"/proc/{pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
+    finally:
+        os.close(go_w)
+        os.close(ready_r)
+        os.waitpid(pid, 0)
+    return fd
+
+
+def idmapped_mount(src, dst, idmap):
+    """Mount src at dst through idmap; raises Skip where the machine cannot."""
+    os.makedirs(dst, exist_ok=True)
+    try:
+        nsfd = _userns_fd(idmap)
+    except OSError as e:
+        raise Skip(f"no user namespace to take an idmap from: {e}")
+    if nsfd < 0:
+        raise Skip("no user namespace to take an idmap from")
+    try:
+        tfd = _LIBC.syscall(SYS_OPEN_TREE, -100, src.encode(), 1 | os.O_CLOEXEC)  # CLONE
+        if tfd < 0:
+            raise Skip(f"open_tree refused: errno {ctypes.get_errno()}")
+        try:
+            attr = _MountAttr(0x00100000, 0, 0, nsfd)  # MOUNT_ATTR_IDMAP
+            if _LIBC.syscall(SYS_MOUNT_SETATTR, tfd, b"", 0x1000, ctypes.byref(attr),
+                             ctypes.c_size_t(ctypes.sizeof(attr))) < 0:
+                raise Skip(f"mount_setattr(MOUNT_ATTR_IDMAP) refused: errno "
+                           f"{ctypes.get_errno()}")
+            check(_LIBC.syscall(SYS_MOVE_MOUNT, tfd, b"", -100, dst.encode(), 4) == 0,
+                  f"move_mount: errno {ctypes.get_errno()}")  # MOVE_MOUNT_F_EMPTY_PATH
+        finally:
+            os.close(tfd)
+    finally:
+        os.close(nsfd)
+
+
+def case_idmapped_unowned(env):
+    """Files whose owner the mount's idmap does not map: the gate finds no
+    owner, and mincore fakes every page even for root with CAP_FOWNER.
+    Restore of a copy through such a mount must not take the fake for the
+    truth: with one file's readahead dropped (its pages never arrive), the
+    summary says unknown, never 100%."""
+    need_root()
+    src = env.path("idsrc")
+    dst = env.path("iddst")
+    os.mkdir(src)
+    for i in range(10):
+        make_file(os.path.join(src, f"f{i}"), 8)
+        os.chown(os.path.join(src, f"f{i}"), 0, 0)
+        with open(os.path.join(src, f"f{i}"), "rb") as f:
+            f.read()
+    snap = env.path("id.snap")
+    rc, _, err = run(["dump", "-q", "-o", snap, src])
+    check(rc == 0, f"dump: exit {rc}: {err!r}")
+    idmapped_mount(src, dst, "1000 5000 10\n")  # uid 0 is not mapped through it
+    try:
+        check(os.stat(os.path.join(dst, "f3")).st_uid == NOBODY, "owner through the idmap")
+        evict_tree(src)
+        env_ = shim_env(DROPRA_SHIM)
+        env_["PC_SHIM_DROP_NAME"] = "/f3"
+        rc, doc, err = run_json(["restore", "--fast", "-q", "--root", dst, snap], env=env_)
+        check(b"dropra-shim: dropped readahead(" in err, f"the shim dropped nothing: {err!r}")
+        missing = set(range(8)) - resident_pages(os.path.join(src, "f3"))
+        check(missing, "f3's dropped pages arrived after all")
+        check(doc["final_resident_percent"] is None,
+              f"restore claims {doc['final_resident_percent']}% with f3's pages "
+              f"{sorted(missing)} missing: {doc}")
+    finally:
+        _LIBC.umount2(dst.encode(), 2)  # MNT_DETACH
+
+
 def case_budget(env):
     need_root()
     t = env.path("t")
@@ -942,7 +1046,7 @@ def case_usage_errors(env):
 CASES = [case_usage_errors, case_round_trip, case_identity_and_strict, case_hostile_snapshot,
          case_truncations, case_bit_flips, case_happycache_by_hand, case_happycache_hostile,
          case_happycache_long_path,
-         case_many_files, case_dropped_readahead, case_budget, case_nobody, case_diff_orders, case_stdout_and_stdin, case_atomic_dump]
+         case_many_files, case_dropped_readahead, case_idmapped_unowned, case_budget, case_nobody, case_diff_orders, case_stdout_and_stdin, case_atomic_dump]
 
 
 def main():

@@ -82,7 +82,11 @@ int pc_cachestat(int fd, uint64_t offset, uint64_t length, struct pc_cachestat *
  * Regular files and block devices only: other types (directories
  * included) give -EINVAL. Inside a user namespace that maps the overflow id
  * (65534) but not every id, a file owned by the overflow id may be
- * predicted hidden where the kernel reveals it, never the reverse.
+ * predicted hidden where the kernel reveals it, never the reverse. The same
+ * holds on an idmapped mount: a file shown owned by the overflow id may have
+ * an owner the mount's idmap does not map, and then neither the owner test
+ * nor CAP_FOWNER passes (mincore fakes for root there), so only write
+ * permission, which the kernel evaluates through the idmap, counts for it.
  *
  * This is a prediction: FUSE, NFS, overlayfs and LSMs can decide otherwise.
  * pc_residency() probes the kernel and never relies on it alone.

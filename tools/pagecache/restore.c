@@ -151,7 +151,8 @@ struct restore {
 	size_t nearly;
 	uint64_t batches;          /* batches of files flushed so far */
 	char *scratch;             /* quick_look()'s reads land here */
-	bool mincore_everywhere;   /* mincore tells the truth about every file */
+	bool mincore_everywhere;   /* ... about every file (mincore_truthful()) */
+	uid_t overflow_uid;        /* /proc/sys/kernel/overflowuid */
 	bool cachestat_ok;         /* false: cachestat(2) is missing (ENOSYS) */
 	bool nowait_ok;            /* false: RWF_NOWAIT reads refused here */
 	double last_watch_add;
@@ -844,8 +845,9 @@ static bool initial_user_ns(void)
 /*
  * Whether mincore tells this process the truth about every file: where it
  * has no gate, or with CAP_FOWNER in the initial user namespace, where the
- * gate's owner-or-capable test passes for every inode. Asked once: restore
- * changes neither its credentials nor its namespace.
+ * gate's owner-or-capable test passes for every inode that has an owner
+ * (mincore_truthful() says which has none). Asked once: restore changes
+ * neither its credentials nor its namespace.
  */
 static bool mincore_truthful_everywhere(void)
 {
@@ -858,22 +860,47 @@ static bool mincore_truthful_everywhere(void)
 	return cap_effective(CAP_FOWNER) && initial_user_ns();
 }
 
-/* Whether mincore tells the truth about fd (pc_can_do_mincore() costs five
- * system calls: it reads the id map each time). */
-static bool mincore_truthful(const struct restore *c, int fd)
+/* The id the kernel shows for ids without a mapping (65534 unless changed). */
+static uid_t overflow_uid(void)
 {
-	int mode;
+	unsigned long id = 65534;
+	FILE *f = fopen("/proc/sys/kernel/overflowuid", "re");
 
-	if (c->mincore_everywhere)
+	if (f) {
+		if (fscanf(f, "%lu", &id) != 1)
+			id = 65534;
+		fclose(f);
+	}
+	return (uid_t)id;
+}
+
+/*
+ * Whether mincore tells the truth about fd, owned by owner as fstat shows
+ * it ((uid_t)-1: fstat is asked). The answer for every file leaves out
+ * files shown owned by the overflow id: on an idmapped mount that is an
+ * owner its idmap does not map, and then CAP_FOWNER does not pass (mincore
+ * faked every page for root there); pc_can_do_mincore() tells them apart,
+ * at five system calls (it reads the id map each time).
+ */
+static bool mincore_truthful(const struct restore *c, int fd, uid_t owner)
+{
+	int mode = pc_detect_mincore();
+	struct stat st;
+
+	if (mode == PC_MINCORE_FULL)
 		return true;
-	mode = pc_detect_mincore();
 	if (mode != PC_MINCORE_GATED_FAKED && mode != PC_MINCORE_GATED_MAPPED)
 		return false;
+	if (c->mincore_everywhere && owner == (uid_t)-1 && fstat(fd, &st) == 0)
+		owner = st.st_uid;
+	if (c->mincore_everywhere && owner != (uid_t)-1 && owner != c->overflow_uid)
+		return true;
 	return pc_can_do_mincore(fd) == 1;
 }
 
 /* Queue logged file i (its fd kept) for a look, if its runs are few and small. */
-static void early_add(struct restore *c, size_t i, const struct pc_run *runs, size_t n)
+static void early_add(struct restore *c, size_t i, const struct pc_run *runs, size_t n,
+		      uid_t owner)
 {
 	struct early *e;
 
@@ -890,7 +917,7 @@ static void early_add(struct restore *c, size_t i, const struct pc_run *runs, si
 	e = &c->early[c->nearly++];
 	e->file = i;
 	e->batch = c->batches;
-	e->truthful = mincore_truthful(c, kept_fd(c, i));
+	e->truthful = mincore_truthful(c, kept_fd(c, i), owner);
 	e->seen = -1;
 	e->nruns = (unsigned int)n;
 	memcpy(e->run, runs, n * sizeof(*runs));
@@ -1156,7 +1183,7 @@ static int job_account(struct jobs *js, struct job *j)
 	} else {
 		keep_fd(c, c->files_restored - 1, j->fd);
 		if (ret == 0 && j->warmed && !c->file_failed)
-			early_add(c, c->files_restored - 1, runs, j->nclamped);
+			early_add(c, c->files_restored - 1, runs, j->nclamped, j->st.st_uid);
 	}
 	if (got_signal && !c->stop)
 		c->stop = STOP_SIGNAL;
@@ -1981,7 +2008,7 @@ static int measure(struct restore *c, bool exact, uint64_t *wanted, uint64_t *re
 				continue;
 			}
 			if (truthful < 0)
-				truthful = mincore_truthful(c, fd);
+				truthful = mincore_truthful(c, fd, (uid_t)-1);
 			int q = quick_look(c, fd, run, truthful);
 
 			if (q < 0) {
@@ -2526,6 +2553,7 @@ int cmd_restore(int argc, char **argv)
 
 	kept_init(&c);
 	c.mincore_everywhere = mincore_truthful_everywhere();
+	c.overflow_uid = overflow_uid();
 	progress_init(&c.progress, !c.quiet && !c.json && isatty(STDERR_FILENO));
 	c.start = now_seconds();
 	ret = c.physical ? restore_physical(&c) : restore_in_order(&c);
