@@ -24,6 +24,9 @@
 #ifndef AT_EMPTY_PATH
 #define AT_EMPTY_PATH 0x1000
 #endif
+#ifndef STATX_MNT_ID
+#define STATX_MNT_ID 0x00001000U /* Linux 5.8 */
+#endif
 #ifndef AT_EACCESS
 #define AT_EACCESS 0x200
 #endif
@@ -270,9 +273,12 @@ static int superblock_readonly(int fd, const struct stat *st)
 }
 
 /* 1 if fd's mount is idmapped (Linux 5.12+ says so in its options), 0 if
- * not, -1 if unknown. */
+ * not, -1 if unknown: also without a mount id, where the first mount of the
+ * device may be the plain one of an idmapped pair. */
 static int mount_idmapped(int fd, const struct stat *st)
 {
+	if (mount_id(fd) < 0)
+		return -1;
 	return mountinfo_ask(fd, st, line_mount_idmapped);
 }
 

@@ -716,7 +716,8 @@ def case_dropped_readahead(env):
 
 _LIBC = ctypes.CDLL(None, use_errno=True)
 _LIBC.syscall.restype = ctypes.c_long
-SYS_OPEN_TREE, SYS_MOVE_MOUNT, SYS_MOUNT_SETATTR = 428, 429, 442  # every architecture but alpha
+# the generic numbers (x86_64, aarch64, ...); elsewhere ENOSYS, and a skip
+SYS_OPEN_TREE, SYS_MOVE_MOUNT, SYS_MOUNT_SETATTR = 428, 429, 442
 
 
 class _MountAttr(ctypes.Structure):
@@ -784,9 +785,16 @@ def case_idmapped_unowned(env):
     """Files whose owner the mount's idmap does not map: the gate finds no
     owner, and mincore fakes every page even for root with CAP_FOWNER.
     Restore of a copy through such a mount must not take the fake for the
-    truth: with one file's readahead dropped (its pages never arrive), the
-    summary says unknown, never 100%."""
+    truth: with one file's readahead dropped, the summary never says 100%
+    while its pages are missing (6.18 says unknown: cachestat is gated too;
+    where it is not, its true counts may have them read again). The
+    mount is made in a private mount namespace of this process, so it goes
+    with it whatever happens."""
     need_root()
+    if _LIBC.unshare(0x00020000) != 0:  # CLONE_NEWNS
+        raise Skip(f"no private mount namespace: errno {ctypes.get_errno()}")
+    check(_LIBC.mount(None, b"/", None, 0x4000 | 0x40000, None) == 0,  # MS_REC|MS_PRIVATE
+          f"making / private: errno {ctypes.get_errno()}")
     src = env.path("idsrc")
     dst = env.path("iddst")
     os.mkdir(src)
@@ -805,12 +813,13 @@ def case_idmapped_unowned(env):
         env_ = shim_env(DROPRA_SHIM)
         env_["PC_SHIM_DROP_NAME"] = "/f3"
         rc, doc, err = run_json(["restore", "--fast", "-q", "--root", dst, snap], env=env_)
+        check(rc == 0, f"restore: exit {rc}: {err!r}")
         check(b"dropra-shim: dropped readahead(" in err, f"the shim dropped nothing: {err!r}")
         missing = set(range(8)) - resident_pages(os.path.join(src, "f3"))
-        check(missing, "f3's dropped pages arrived after all")
-        check(doc["final_resident_percent"] is None,
-              f"restore claims {doc['final_resident_percent']}% with f3's pages "
-              f"{sorted(missing)} missing: {doc}")
+        pct = doc["final_resident_percent"]
+        check(not (missing and pct == 100.0),
+              f"restore claims 100% with f3's pages {sorted(missing)} missing: {doc}")
+
     finally:
         _LIBC.umount2(dst.encode(), 2)  # MNT_DETACH
 

@@ -459,7 +459,8 @@ static void text_report(const struct audit *a, const struct channel *ch, size_t 
 	       cap_word(me->ipc_lock));
 	if (me->fowner)
 		printf("  view: %s: you see the residency of every file (CAP_FOWNER passes "
-		       "both gates)\n", me->view);
+		       "both gates), except files an idmapped mount shows without an owner\n",
+		       me->view);
 	else
 		printf("  view: unprivileged%s: you see the residency of files you own or may "
 		       "write; others are 'unknown'\n", me->euid == 0 ? " (uid 0 without CAP_FOWNER)" : "");

@@ -880,7 +880,8 @@ static uid_t overflow_uid(void)
  * files shown owned by the overflow id: on an idmapped mount that is an
  * owner its idmap does not map, and then CAP_FOWNER does not pass (mincore
  * faked every page for root there); pc_can_do_mincore() tells them apart,
- * at five system calls (it reads the id map each time).
+ * at five system calls or more (it reads the id map each time, and the
+ * mount table for such a file).
  */
 static bool mincore_truthful(const struct restore *c, int fd, uid_t owner)
 {
