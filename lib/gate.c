@@ -9,7 +9,7 @@
  */
 #include <fcntl.h>
 #include <linux/capability.h>
-#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,19 +114,25 @@ static int mount_idmapped(int fd, const struct stat *st);
  * mount (or one whose options cannot be read) is no owner; the write
  * permission test, which the kernel evaluates through the idmap, decides.
  */
-static pthread_once_t overflow_once = PTHREAD_ONCE_INIT;
-static uid_t overflow_uid; /* written once, behind overflow_once */
+static atomic_long overflow_uid_cache = -1;
 
-static void read_overflow_uid(void)
+/* The overflow uid, read once (the sysctl is set at boot, and this runs
+ * for every file), published as lib/detect.c publishes its facts: threads
+ * that race to read it first read the same value. */
+static uid_t overflow_uid_once(void)
 {
-	overflow_uid = (uid_t)overflow_id(OVERFLOW_UID);
+	long id = atomic_load_explicit(&overflow_uid_cache, memory_order_acquire);
+
+	if (id < 0) {
+		id = (long)overflow_id(OVERFLOW_UID);
+		atomic_store_explicit(&overflow_uid_cache, id, memory_order_release);
+	}
+	return (uid_t)id;
 }
 
 static int owner_known(int fd, const struct stat *st)
 {
-	/* read once: the sysctl is set at boot, and this runs for every file */
-	pthread_once(&overflow_once, read_overflow_uid);
-	if (st->st_uid != overflow_uid)
+	if (st->st_uid != overflow_uid_once())
 		return 1;
 	return mount_idmapped(fd, st) == 0;
 }
