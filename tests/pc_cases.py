@@ -146,11 +146,52 @@ def _memcg_stat():
     return None
 
 
+DAMON_ADMIN = "/sys/kernel/mm/damon/admin/kdamonds"
+
+
+def damon_paged_out_pages():
+    """Pages that DAMON's pageout schemes have paged out so far (0 without
+    DAMON, or when its files cannot be read or refreshed: not root). Such a
+    scheme takes page cache pages nobody has used, fresh ones included,
+    without moving pgsteal (doc/design.md); its counters are refreshed only
+    on request ("update_schemes_stats", which changes nothing else)."""
+    total = 0
+    try:
+        kdamonds = os.listdir(DAMON_ADMIN)
+    except OSError:
+        return 0
+    for k in kdamonds:
+        base = os.path.join(DAMON_ADMIN, k)
+        try:
+            with open(os.path.join(base, "state"), encoding="utf-8") as f:
+                if f.read().strip() != "on":
+                    continue
+            with open(os.path.join(base, "state"), "w", encoding="utf-8") as f:
+                f.write("update_schemes_stats")
+            for ctx in os.listdir(os.path.join(base, "contexts")):
+                schemes = os.path.join(base, "contexts", ctx, "schemes")
+                if not os.path.isdir(schemes):
+                    continue
+                for sc in os.listdir(schemes):
+                    d = os.path.join(schemes, sc)
+                    if not os.path.isdir(d):
+                        continue
+                    with open(os.path.join(d, "action"), encoding="utf-8") as f:
+                        if f.read().strip() != "pageout":
+                            continue
+                    with open(os.path.join(d, "stats", "sz_applied"), encoding="utf-8") as f:
+                        total += int(f.read()) // PS
+        except (OSError, ValueError):
+            continue
+    return total
+
+
 def reclaimed_pages():
     """Pages the kernel has reclaimed so far: the machine's and this
     process's memory cgroup's pgsteal counters added (cgroup reclaim is
-    not counted in the machine's on every kernel)."""
-    total = 0
+    not counted in the machine's on every kernel), and what DAMON paged
+    out (damon_paged_out_pages())."""
+    total = damon_paged_out_pages()
     for path, prefix in (("/proc/vmstat", "pgsteal_"), (_memcg_stat(), "pgsteal")):
         if not path:
             continue
