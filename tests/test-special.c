@@ -1172,28 +1172,45 @@ static const char *idmapped_mount(const char *src, const char *dst, const char *
 	return why;
 }
 
-START_TEST(idmapped_mount_owner_through_the_idmap)
+/*
+ * A 16-page 0644 file name owned by uid/gid owner in directory src_name,
+ * and the same directory mounted at dst_name through map; its path each
+ * way in plain and mapped (4200 bytes each). Through the mount the owner
+ * shows as 65534. 0 when the machine cannot (skipped as skip_name), else 1.
+ */
+static int idmapped_file(const char *src_name, const char *dst_name, const char *name,
+			 uid_t owner, const char *map, const char *skip_name, char *plain,
+			 char *mapped)
 {
-	static const uint64_t p[] = { 2, 7 };
-	const char *src = sub("idmap-src"), *dst = sub("idmapped"), *why;
-	char plain[4200], mapped[4200];
-	struct nobody_out o, c;
-	int ok = 0;
+	const char *src = sub(src_name), *dst = sub(dst_name), *why;
 	struct stat st;
 
 	ck_assert_int_eq(mkdir_p(src), 0);
-	snprintf(plain, sizeof(plain), "%s/user1000-0644", src);
+	snprintf(plain, 4200, "%s/%s", src, name);
 	make_file(plain, 16, 0644);
-	ck_assert_int_eq(chown(plain, 1000, 1000), 0);
-	snprintf(mapped, sizeof(mapped), "%s/user1000-0644", dst);
-	/* on-disk uid/gid 1000 show as 65534 through the mount */
-	why = idmapped_mount(src, dst, "1000 65534 1\n");
+	ck_assert_int_eq(chown(plain, owner, owner), 0);
+	snprintf(mapped, 4200, "%s/%s", dst, name);
+	why = idmapped_mount(src, dst, map);
 	if (why) {
-		pc_test_skip("idmapped_mount", why);
-		return;
+		pc_test_skip(skip_name, why);
+		return 0;
 	}
 	ck_assert_int_eq(stat(mapped, &st), 0);
-	ck_assert_int_eq(st.st_uid, PC_TEST_NOBODY);
+	ck_assert_uint_eq(st.st_uid, PC_TEST_NOBODY);
+	return 1;
+}
+
+START_TEST(idmapped_mount_owner_through_the_idmap)
+{
+	static const uint64_t p[] = { 2, 7 };
+	char plain[4200], mapped[4200];
+	struct nobody_out o, c;
+	int ok = 0;
+
+	/* on-disk uid/gid 1000 show as 65534 through the mount */
+	if (!idmapped_file("idmap-src", "idmapped", "user1000-0644", 1000, "1000 65534 1\n",
+			   "idmapped_mount", plain, mapped))
+		return;
 	for (int attempt = 0; attempt < ATTEMPTS && !ok; attempt++) {
 		unsigned char v[16];
 		int fd;
@@ -1235,24 +1252,14 @@ END_TEST
 START_TEST(idmapped_mount_unmapped_owner_hides_from_root)
 {
 	static const uint64_t p[] = { 1, 5 };
-	const char *src = sub("idmap-src2"), *dst = sub("idmapped2"), *why;
 	char plain[4200], mapped[4200];
 	int ok = 0;
-	struct stat st;
 
-	ck_assert_int_eq(mkdir_p(src), 0);
-	snprintf(plain, sizeof(plain), "%s/root-0644", src);
-	make_file(plain, 16, 0644);
-	ck_assert_int_eq(chown(plain, 0, 0), 0);
-	snprintf(mapped, sizeof(mapped), "%s/root-0644", dst);
-	/* only 1000-1009 are mapped: on-disk uid 0 has no owner through it */
-	why = idmapped_mount(src, dst, "1000 5000 10\n");
-	if (why) {
-		pc_test_skip("idmapped_mount_unmapped_owner", why);
+	/* only 1000-1009 are mapped: on-disk uid 0 has no owner through it,
+	 * and shows as the overflow id */
+	if (!idmapped_file("idmap-src2", "idmapped2", "root-0644", 0, "1000 5000 10\n",
+			   "idmapped_mount_unmapped_owner", plain, mapped))
 		return;
-	}
-	ck_assert_int_eq(stat(mapped, &st), 0);
-	ck_assert_uint_eq(st.st_uid, PC_TEST_NOBODY); /* the overflow id */
 	for (int attempt = 0; attempt < ATTEMPTS && !ok; attempt++) {
 		struct pc_residency *r = NULL;
 		unsigned char plain_v[16], mapped_v[16];
