@@ -2009,7 +2009,8 @@ static int measure(struct restore *c, bool exact, uint64_t *wanted, uint64_t *re
 				continue;
 			}
 			if (truthful < 0)
-				truthful = mincore_truthful(c, fd, (uid_t)-1);
+				truthful = mincore_truthful(c, fd, opened ? st.st_uid
+							    : (uid_t)-1);
 			int q = quick_look(c, fd, run, truthful);
 
 			if (q < 0) {
