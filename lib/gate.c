@@ -104,16 +104,6 @@ static enum id_seen id_classify(const char *map, const char *overflow, unsigned 
 
 static int mount_idmapped(int fd, const struct stat *st);
 
-/*
- * Whether fstat's uid is the file's owner as the gate sees it. An idmapped
- * mount shows an owner its idmap does not map as the overflow id, and the
- * gate then finds no owner at all: neither the caller whose fsuid is that
- * id nor CAP_FOWNER passes (seen on 6.18: root with CAP_FOWNER in the
- * initial namespace, a 0644 file of uid 0 through a mount mapping only
- * 1000-1009, mincore faked every page). So the overflow id on an idmapped
- * mount (or one whose options cannot be read) is no owner; the write
- * permission test, which the kernel evaluates through the idmap, decides.
- */
 static atomic_long overflow_uid_cache = -1;
 
 /* The overflow uid, read once (the sysctl is set at boot, and this runs
@@ -130,6 +120,16 @@ static uid_t overflow_uid_once(void)
 	return (uid_t)id;
 }
 
+/*
+ * Whether fstat's uid is the file's owner as the gate sees it. An idmapped
+ * mount shows an owner its idmap does not map as the overflow id, and the
+ * gate then finds no owner at all: neither the caller whose fsuid is that
+ * id nor CAP_FOWNER passes (seen on 6.18: root with CAP_FOWNER in the
+ * initial namespace, a 0644 file of uid 0 through a mount mapping only
+ * 1000-1009, mincore faked every page). So the overflow id on an idmapped
+ * mount (or one whose options cannot be read) is no owner; the write
+ * permission test, which the kernel evaluates through the idmap, decides.
+ */
 static int owner_known(int fd, const struct stat *st)
 {
 	if (st->st_uid != overflow_uid_once())
@@ -247,12 +247,11 @@ static int line_mount_idmapped(const char *line)
 	return 0;
 }
 
-/* what(line) for the mountinfo line of fd's mount; -1 if unknown. With no
- * mount id (before 5.8), the first mount of the device: right for the
- * superblock's options, a guess for a mount's own. */
-static int mountinfo_ask(int fd, const struct stat *st, int (*what)(const char *line))
+/* what(line) for the mountinfo line of mount id (mount_id()); -1 if
+ * unknown. With no mount id (-1: before 5.8), the first mount of the
+ * device: right for the superblock's options, a guess for a mount's own. */
+static int mountinfo_ask(long id, const struct stat *st, int (*what)(const char *line))
 {
-	long id = mount_id(fd);
 	char *line = NULL;
 	size_t cap = 0;
 	int ret = -1;
@@ -275,7 +274,7 @@ static int mountinfo_ask(int fd, const struct stat *st, int (*what)(const char *
  * 0 if not, -1 if unknown. */
 static int superblock_readonly(int fd, const struct stat *st)
 {
-	return mountinfo_ask(fd, st, line_superblock_readonly);
+	return mountinfo_ask(mount_id(fd), st, line_superblock_readonly);
 }
 
 /* 1 if fd's mount is idmapped (Linux 5.12+ says so in its options), 0 if
@@ -283,9 +282,9 @@ static int superblock_readonly(int fd, const struct stat *st)
  * device may be the plain one of an idmapped pair. */
 static int mount_idmapped(int fd, const struct stat *st)
 {
-	if (mount_id(fd) < 0)
-		return -1;
-	return mountinfo_ask(fd, st, line_mount_idmapped);
+	long id = mount_id(fd);
+
+	return id < 0 ? -1 : mountinfo_ask(id, st, line_mount_idmapped);
 }
 
 /* Write permission, as inode_permission(MAY_WRITE) decides it, with the
