@@ -127,6 +127,94 @@ START_TEST(io_uring_brings_back_the_runs_only)
 }
 END_TEST
 
+START_TEST(stream_brings_back_small_runs_only)
+{
+	/* holes too small to stream: readahead(2) takes them */
+	warm_brings_back_runs_only("stream", PC_WARM_STREAM);
+}
+END_TEST
+
+#define BIG_PAGES 16384 /* 64 MiB with 4 KiB pages */
+
+/* Whether RWF_NOWAIT reads start readahead on the scratch filesystem, and
+ * cachestat can see it: where PC_WARM_STREAM streams at all. */
+static int stream_expected(void)
+{
+	int dir = open(pc_test_dir(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int nowait;
+
+	ck_assert_int_ge(dir, 0);
+	nowait = pc_detect_nowait(dir);
+	close(dir);
+	return nowait == PC_NOWAIT_DESTRUCTIVE && pc_detect_cachestat() == PC_CACHESTAT_GATED;
+}
+
+/* One large run of a 64 MiB file, streamed: every page of it comes, and
+ * nothing outside it (the kernel's windows stop short of its end). */
+static void stream_one_run(const char *name, struct pc_run run)
+{
+	struct pc_warm_opts o = opts_for(PC_WARM_STREAM);
+	struct pc_warm_stats st = { .size = sizeof(st) };
+	const char *f = pc_test_make_file(name, BIG_PAGES, 0644, -1, -1);
+	unsigned char *vec;
+	int fd = open(f, O_RDONLY | O_CLOEXEC);
+
+	ck_assert_int_ge(fd, 0);
+	pc_test_set_pattern(f, NULL, 0);
+	ck_assert_int_eq(pc_warm(fd, &run, 1, &o, &st), (int64_t)(run.npages * ps()));
+	ck_assert_uint_eq(st.pages_read, run.npages);
+	ck_assert_uint_eq(st.pages_resident, 0);
+	ck_assert_uint_le(st.pages_streamed, st.pages_read);
+	if (stream_expected())
+		ck_assert_msg(st.pages_streamed > 0, "%s: nothing streamed", name);
+	else
+		ck_assert_uint_eq(st.pages_streamed, 0);
+	vec = wait_resident(f, &run, 1);
+	for (uint64_t p = 0; p < BIG_PAGES; p++)
+		if (p < run.page || p >= run.page + run.npages)
+			ck_assert_msg(!(vec[p] & 1), "%s: page %llu outside the run resident", name,
+				      (unsigned long long)p);
+	free(vec);
+	close(fd);
+}
+
+START_TEST(stream_reads_a_run_to_the_end_of_the_file)
+{
+	stream_one_run("stream-to-eof", (struct pc_run){ 2048, BIG_PAGES - 2048 });
+}
+END_TEST
+
+START_TEST(stream_stops_short_of_a_run_end)
+{
+	/* 8 MiB to 40 MiB: the 24 MiB after it must stay out */
+	stream_one_run("stream-mid", (struct pc_run){ 2048, 8192 });
+}
+END_TEST
+
+/* A second stream over a run half resident: the resident half is counted
+ * as such, not as read, and the rest comes. */
+START_TEST(stream_skips_resident_pages)
+{
+	struct pc_warm_opts o = opts_for(PC_WARM_STREAM);
+	struct pc_warm_stats st = { .size = sizeof(st) };
+	const char *f = pc_test_make_file("stream-half", BIG_PAGES, 0644, -1, -1);
+	struct pc_run all = { 0, BIG_PAGES }, first = { 0, BIG_PAGES / 2 };
+	unsigned char *vec;
+	int fd = open(f, O_RDONLY | O_CLOEXEC);
+
+	ck_assert_int_ge(fd, 0);
+	pc_test_set_pattern(f, NULL, 0);
+	ck_assert_int_ge(pc_warm(fd, &first, 1, &o, NULL), 0);
+	free(wait_resident(f, &first, 1));
+	ck_assert_int_eq(pc_warm(fd, &all, 1, &o, &st), (int64_t)(BIG_PAGES / 2 * ps()));
+	ck_assert_uint_eq(st.pages_resident, BIG_PAGES / 2);
+	ck_assert_uint_eq(st.pages_read, BIG_PAGES / 2);
+	vec = wait_resident(f, &all, 1);
+	free(vec);
+	close(fd);
+}
+END_TEST
+
 START_TEST(default_strategy_and_null_opts_work)
 {
 	const char *f = pc_test_make_file("default", FILE_PAGES, 0644, -1, -1);
@@ -484,6 +572,10 @@ int main(void)
 	}
 	tcase_add_test(tc, readahead_brings_back_the_runs_only);
 	tcase_add_test(tc, io_uring_brings_back_the_runs_only);
+	tcase_add_test(tc, stream_brings_back_small_runs_only);
+	tcase_add_test(tc, stream_reads_a_run_to_the_end_of_the_file);
+	tcase_add_test(tc, stream_stops_short_of_a_run_end);
+	tcase_add_test(tc, stream_skips_resident_pages);
 	tcase_add_test(tc, default_strategy_and_null_opts_work);
 	tcase_add_test(tc, readahead_skips_resident_pages);
 	tcase_add_test(tc, io_uring_skips_resident_pages);

@@ -615,9 +615,12 @@ int pc_snapshot_path_check(const char *relpath);
 
 /** How pc_warm() reads. */
 enum pc_warm_strategy {
-	PC_WARM_DEFAULT = 0,      /* the fastest measured here: PC_WARM_READAHEAD */
+	PC_WARM_DEFAULT = 0,      /* the fastest measured here: PC_WARM_STREAM */
 	PC_WARM_READAHEAD,        /* readahead(2) (WILLNEED where refused), per chunk */
 	PC_WARM_IO_URING,         /* io_uring reads, bounded queue depth */
+	PC_WARM_STREAM,           /* large holes: RWF_NOWAIT reads that start the
+				     kernel's own readahead (6.12+); the rest as
+				     PC_WARM_READAHEAD */
 };
 
 /** pc_warm() options. Options block: set @size first, zero what you skip. */
@@ -644,6 +647,8 @@ struct pc_warm_stats {
 	int budget_exhausted;     /* 1 when max_bytes stopped it before the end */
 	int quality;              /* enum pc_quality of the residency check; UNKNOWN:
 				     the kernel hides it, every page was read */
+	uint64_t pages_streamed;  /* of pages_read, those PC_WARM_STREAM left to the
+				     kernel's readahead */
 };
 
 /**
@@ -651,8 +656,9 @@ struct pc_warm_stats {
  * ascending, not overlapping) of @fd (a regular file or block device open for
  * reading) back into the page cache. Runs are clamped to the file's current
  * size; pages already resident are skipped (checked with pc_residency() a
- * window at a time, right before reading). PC_WARM_READAHEAD returns once
- * the reads are queued: the pages become resident as the I/O completes
+ * window at a time, right before reading). PC_WARM_READAHEAD and
+ * PC_WARM_STREAM return once the reads are queued: the pages become
+ * resident as the I/O completes
  * (poll pc_residency() to wait); PC_WARM_IO_URING returns after the reads
  * completed. @opts may be NULL; @stats may be NULL.
  * Thread-safe; @opts->cancel may be set from any thread.
