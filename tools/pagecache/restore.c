@@ -140,6 +140,7 @@ struct restore {
 	bool final_unknown;
 	double settle;
 	uint64_t retried;          /* pages read again by settle() */
+	uint64_t streamed;         /* of read, left to the kernel's readahead (stream) */
 	uint8_t *state;            /* per logged file: FILE_* (measure()) */
 	size_t nstate;
 	/* the fds of the first logged files, kept for measure() and rewarm()
@@ -184,8 +185,10 @@ static const char restore_usage[] =
 	"      --fast              full speed: without it, I/O priority idle and\n"
 	"                          SCHED_IDLE, so that a live system comes first\n"
 	"      --rate MB           read at most MB megabytes (10^6 bytes) per second\n"
-	"      --strategy S        readahead (default: readahead(2) in 2 MiB chunks)\n"
-	"                          or io_uring (reads at queue depth 8)\n"
+	"      --strategy S        stream (default: large holes as RWF_NOWAIT reads that\n"
+	"                          start the kernel's own readahead, 6.12+; the rest\n"
+	"                          as readahead), readahead (readahead(2) in 2 MiB\n"
+	"                          chunks) or io_uring (reads at queue depth 8)\n"
 	"      --chunk SIZE        bytes per readahead(2) call or io_uring read\n"
 	"                          (default 2M)\n"
 	"      --order O           file (default: each file's runs in offset order)\n"
@@ -603,6 +606,7 @@ static int warm_account(struct restore *c, int fd, const char *rel, const struct
 	c->file_seen += st.quality == PC_QUALITY_UNKNOWN ? 0 : st.pages_resident;
 	c->resident_before += st.pages_resident;
 	c->read += st.pages_read;
+	c->streamed += st.pages_streamed;
 	if (st.quality == PC_QUALITY_UNKNOWN)
 		c->hidden = true;
 	if (got > 0) {
@@ -2292,6 +2296,7 @@ static void summary_json(struct restore *c, FILE *f)
 	json_uint(&j, "pages_read", c->read);
 	json_uint(&j, "bytes_read", c->bytes);
 	json_uint(&j, "pages_read_again", c->retried);
+	json_uint(&j, "pages_streamed", c->streamed);
 	json_double(&j, "seconds", c->elapsed);
 	json_double(&j, "bytes_per_second", c->elapsed > 0 ? (double)c->bytes / c->elapsed : 0);
 	json_begin_object(&j, "skipped");
@@ -2384,6 +2389,9 @@ static void summary_text(struct restore *c, FILE *f)
 	human_bytes(c->elapsed > 0 ? (uint64_t)((double)c->bytes / c->elapsed) : 0, r, sizeof(r));
 	fprintf(f, "read:           %llu pages (%s) in %.2f s, %s/s\n",
 		(unsigned long long)c->read, b, c->elapsed, r);
+	if (c->streamed)
+		fprintf(f, "streamed:       %llu of them by the kernel's own readahead, started by "
+			"RWF_NOWAIT reads\n", (unsigned long long)c->streamed);
 	if (c->retried)
 		fprintf(f, "read again:     %llu pages gone before the end (evicted as they "
 			"landed, or dropped by readahead; counted above)\n",
@@ -2462,12 +2470,14 @@ int cmd_restore(int argc, char **argv)
 			}
 			break;
 		case OPT_STRATEGY:
-			if (strcmp(optarg, "readahead") == 0)
+			if (strcmp(optarg, "stream") == 0)
+				c.strategy = PC_WARM_STREAM;
+			else if (strcmp(optarg, "readahead") == 0)
 				c.strategy = PC_WARM_READAHEAD;
 			else if (strcmp(optarg, "io_uring") == 0)
 				c.strategy = PC_WARM_IO_URING;
 			else {
-				ret = usage_error("restore", "--strategy wants readahead or io_uring, not '%s'",
+				ret = usage_error("restore", "--strategy wants stream, readahead or io_uring, not '%s'",
 						  optarg);
 				goto out;
 			}
