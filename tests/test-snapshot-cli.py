@@ -678,6 +678,38 @@ def case_many_files(env):
     check(got <= budget + 64, f"{got} pages resident after a budget of {budget}")
 
 
+def case_dropped_readahead_late(env):
+    """The same past the first 64 MiB of an 80 MiB file: restore's polls of
+    a file that large start where the last one found a page missing, and a
+    file that looks complete so is measured whole before it counts. The
+    pages of the dropped call come back, and 100% is said only when every
+    page is there."""
+    need_root()
+    t = env.path("dropped-late")
+    os.mkdir(t)
+    victim = os.path.join(t, "victim")
+    npages = (80 << 20) // PS
+    make_file(victim, npages)
+    with open(victim, "rb") as f:
+        while f.read(1 << 20):
+            pass
+    snap = env.path("dropped-late.snap")
+    rc, _, err = run(["dump", "-q", "-o", snap, t])
+    check(rc == 0, f"dump: exit {rc}: {err!r}")
+    evict_tree(t)
+    env_ = shim_env(DROPRA_SHIM)
+    env_["PC_SHIM_DROP_NAME"] = "/victim"
+    env_["PC_SHIM_DROP_FROM"] = str(72 << 20)
+    rc, doc, err = run_json(["restore", "--fast", "-q", "--strategy", "readahead", snap],
+                            env=env_)
+    check(rc == 0, f"restore: exit {rc}: {err!r}")
+    check(b"dropra-shim: dropped readahead(" in err, f"the shim dropped nothing: {err!r}")
+    check(doc["pages_read_again"] >= (2 << 20) // PS, f"read again: {doc}")
+    check(doc["final_resident_percent"] == 100.0, f"final resident: {doc}")
+    missing = set(range(npages)) - resident_pages(victim)
+    check(not missing, f"victim pages missing after the restore: {sorted(missing)[:16]}")
+
+
 def case_dropped_readahead(env):
     """A readahead(2) call that reads nothing (the kernel gives up silently
     when it cannot allocate pages; the dropra shim plays that part): the
@@ -1058,7 +1090,7 @@ def case_usage_errors(env):
 CASES = [case_usage_errors, case_round_trip, case_identity_and_strict, case_hostile_snapshot,
          case_truncations, case_bit_flips, case_happycache_by_hand, case_happycache_hostile,
          case_happycache_long_path,
-         case_many_files, case_dropped_readahead, case_idmapped_unowned, case_budget, case_nobody, case_diff_orders, case_stdout_and_stdin, case_atomic_dump]
+         case_many_files, case_dropped_readahead, case_dropped_readahead_late, case_idmapped_unowned, case_budget, case_nobody, case_diff_orders, case_stdout_and_stdin, case_atomic_dump]
 
 
 def main():

@@ -5,7 +5,8 @@
  * and reading nothing, as the kernel does when it cannot allocate the
  * pages (readahead gives up silently under memory pressure). Those pages
  * never arrive: restore must see that none is on its way and read them
- * again. Every other call goes through unchanged.
+ * again. With $PC_SHIM_DROP_FROM (bytes), the first call at or past that
+ * offset is dropped instead. Every other call goes through unchanged.
  */
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -21,10 +22,12 @@ ssize_t readahead(int fd, off64_t offset, size_t count)
 	ssize_t (*real)(int, off64_t, size_t) =
 		(ssize_t (*)(int, off64_t, size_t))dlsym(RTLD_NEXT, "readahead");
 	const char *name = getenv("PC_SHIM_DROP_NAME");
+	const char *from = getenv("PC_SHIM_DROP_FROM");
 	char proc[64], path[4096];
 	ssize_t n;
 
-	if (name && !__atomic_load_n(&dropped, __ATOMIC_RELAXED)) {
+	if (name && !__atomic_load_n(&dropped, __ATOMIC_RELAXED) &&
+	    (!from || offset >= (off64_t)strtoll(from, NULL, 10))) {
 		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 		n = readlink(proc, path, sizeof(path) - 1);
 		if (n > 0) {

@@ -143,6 +143,16 @@ struct restore {
 	uint64_t streamed;         /* of read, left to the kernel's readahead (stream) */
 	uint8_t *state;            /* per logged file: FILE_* (measure()) */
 	size_t nstate;
+	/* large files' polls start where the last one found a wanted page
+	 * missing (measure()); a file that looks complete so is measured
+	 * whole once more before it counts as complete */
+	struct memo {
+		size_t file;
+		uint64_t page;     /* every wanted page below was resident */
+	} *memo;                   /* by file */
+	size_t nmemo, capmemo;
+	bool use_memo;             /* the next measure() may start from the memo */
+	bool memo_used;            /* the last measure() did */
 	/* the fds of the first logged files, kept for measure() and rewarm()
 	 * (a reopen beneath the root costs as much as the warming itself) */
 	int *kept;                 /* by place in the log; -1: none */
@@ -1825,16 +1835,83 @@ static uint64_t resident_in(const struct pc_residency *r, struct pc_run run)
 	return got;
 }
 
-/* The exact measure of an open file: mincore where it tells the truth
- * (pages up to date, not those still being read in, which cachestat and
- * pc_residency()'s uniform chunks would count), else pc_residency(). */
-static int residency_exact(int fd, struct pc_residency **r)
+/* The exact measure of an open file from page from on: mincore where it
+ * tells the truth (pages up to date, not those still being read in, which
+ * cachestat and pc_residency()'s uniform chunks would count), else
+ * pc_residency(). */
+static int residency_exact(const struct restore *c, int fd, uint64_t from,
+			   struct pc_residency **r)
 {
-	int ret = pc_residency(fd, 0, 0, PC_RES_FORCE_MINCORE, r);
+	int ret = pc_residency(fd, from * c->ps, 0, PC_RES_FORCE_MINCORE, r);
 
 	if (ret == -EOPNOTSUPP)
-		ret = pc_residency(fd, 0, 0, 0, r);
+		ret = pc_residency(fd, from * c->ps, 0, 0, r);
 	return ret;
+}
+
+/* The first page of run that r does not hold resident; its end if none. */
+static uint64_t first_missing(const struct pc_residency *r, struct pc_run run)
+{
+	uint64_t p = run.page, end = run.page + run.npages;
+	struct pc_run res;
+
+	while (p < end) {
+		if (pc_residency_next_run(r, p, &res) <= 0 || res.page > p ||
+		    res.page + res.npages <= p)
+			return p;
+		p = res.page + res.npages;
+	}
+	return end;
+}
+
+/* A measure of a file of at least MEMO_PAGES wanted pages polls from
+ * where the last found one missing: a 4 GiB file's mincore costs ~40 ms,
+ * and its pages land from the front. */
+#define MEMO_PAGES 16384
+
+static size_t memo_find(const struct restore *c, size_t file)
+{
+	size_t lo = 0, hi = c->nmemo;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (c->memo[mid].file < file)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static uint64_t memo_page(const struct restore *c, size_t file)
+{
+	size_t k = memo_find(c, file);
+
+	return k < c->nmemo && c->memo[k].file == file ? c->memo[k].page : 0;
+}
+
+/* Remember page for file; without memory, nothing (polls measure whole). */
+static void memo_set(struct restore *c, size_t file, uint64_t page)
+{
+	size_t k = memo_find(c, file);
+
+	if (k < c->nmemo && c->memo[k].file == file) {
+		c->memo[k].page = page;
+		return;
+	}
+	if (c->nmemo == c->capmemo) {
+		size_t cap = c->capmemo ? c->capmemo * 2 : 16;
+		struct memo *m = realloc(c->memo, cap * sizeof(*m));
+
+		if (!m)
+			return;
+		c->memo = m;
+		c->capmemo = cap;
+	}
+	memmove(c->memo + k + 1, c->memo + k, (c->nmemo - k) * sizeof(*c->memo));
+	c->memo[k] = (struct memo){ file, page };
+	c->nmemo++;
 }
 
 /*
@@ -1970,6 +2047,7 @@ static int measure(struct restore *c, bool exact, uint64_t *wanted, uint64_t *re
 
 	*wanted = *resident = 0;
 	*unknown = false;
+	c->memo_used = false;
 	if (absent) {
 		*absent = 0;
 		exact = true;
@@ -1983,6 +2061,8 @@ static int measure(struct restore *c, bool exact, uint64_t *wanted, uint64_t *re
 		int state = file_state(c, i);
 		unsigned int nruns = 0;
 		int confirmed = 0;         /* -1: measure the file with pc_residency() */
+		uint64_t from = 0;         /* pages below: resident at the last poll */
+		uint64_t missing_at = UINT64_MAX; /* the first wanted page seen missing */
 		int truthful = -1;         /* mincore tells the truth: not asked yet */
 		bool opened = false, missing = false;
 		struct stat st;
@@ -2033,9 +2113,13 @@ static int measure(struct restore *c, bool exact, uint64_t *wanted, uint64_t *re
 		} else if (state == FILE_PENDING && confirmed != -1 && !exact) {
 			/* every run read back in place: complete */
 		} else if (state == FILE_PENDING) {
-			/* pass 2: exactly */
+			/* pass 2: exactly, from the memo's page on */
 			fr = 0;
-			if (residency_exact(fd, &r) < 0) {
+			if (c->use_memo && !absent && fw >= MEMO_PAGES)
+				from = memo_page(c, i);
+			if (from)
+				c->memo_used = true;
+			if (residency_exact(c, fd, from, &r) < 0) {
 				r = NULL;
 				state = FILE_GONE;
 			} else if (pc_residency_quality(r) == PC_QUALITY_UNKNOWN) {
@@ -2046,10 +2130,17 @@ static int measure(struct restore *c, bool exact, uint64_t *wanted, uint64_t *re
 				int counts = -1; /* cachestat_counts(), asked once */
 
 				for (prev = 0; (more = log_next(c, &prev, &run)) > 0;) {
-					uint64_t got = resident_in(r, run);
+					/* below from: resident at the last poll */
+					uint64_t below = run.page >= from ? 0 :
+						from - run.page < run.npages ? from - run.page :
+						run.npages;
+					struct pc_run rest = { run.page + below, run.npages - below };
+					uint64_t got = below + (rest.npages ? resident_in(r, rest) : 0);
 					int64_t a = -1;
 
 					fr += got;
+					if (got < run.npages && missing_at == UINT64_MAX)
+						missing_at = first_missing(r, rest);
 					if (!absent || *absent == UINT64_MAX || got == run.npages)
 						continue;
 					if (counts < 0)
@@ -2067,7 +2158,12 @@ static int measure(struct restore *c, bool exact, uint64_t *wanted, uint64_t *re
 		pc_residency_free(r);
 		if (opened)
 			close(fd);
-		if (state == FILE_PENDING && fr == fw && !missing)
+		if (state == FILE_PENDING && fw >= MEMO_PAGES && fr < fw && missing_at != UINT64_MAX)
+			memo_set(c, i, missing_at);
+		/* complete from the memo: measured whole next time first */
+		if (state == FILE_PENDING && from && fr == fw)
+			memo_set(c, i, 0);
+		else if (state == FILE_PENDING && fr == fw && !missing)
 			state = FILE_COMPLETE;
 		if (state != FILE_PENDING)
 			drop_fd(c, i);
@@ -2160,6 +2256,7 @@ static void poll_resident(struct restore *c, double quiet)
 	uint64_t prev = UINT64_MAX;
 	long sleep_ns = 2000000;
 	bool ask = false, exact = false, can_ask = true;
+	int ret;
 
 	for (;;) {
 		uint64_t w, r, absent = UINT64_MAX;
@@ -2167,12 +2264,17 @@ static void poll_resident(struct restore *c, double quiet)
 		double t;
 
 		exact = ask;
-		if (measure(c, exact, &w, &r, ask ? &absent : NULL, &unk) < 0)
+		c->use_memo = !exact;
+		ret = measure(c, exact, &w, &r, ask ? &absent : NULL, &unk);
+		c->use_memo = false;
+		if (ret < 0)
 			return;
 		c->final_wanted = w;
 		c->final_resident = r;
 		c->final_unknown = unk;
 		t = now_seconds();
+		if (r >= w && !unk && c->memo_used)
+			continue; /* complete from the memo: measured whole next */
 		if (r >= w && !unk)
 			return; /* every file measured exactly, and complete */
 		if (unk || got_signal)
@@ -2603,5 +2705,6 @@ out:
 		free(c.changed_names[i]);
 	free(c.root);
 	free(c.state);
+	free(c.memo);
 	return ret;
 }
