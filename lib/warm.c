@@ -79,7 +79,6 @@ struct warm {
 	/* PC_WARM_STREAM */
 	int stream;              /* 1: RWF_NOWAIT reads start readahead here; 2: set
 				    up, not seen yet; 0: not set up; -1: not here */
-	int stream_fd;           /* a private description, readahead on; or -1 */
 	void *stream_buf;        /* what a read of pages already up to date copies */
 	uint64_t stream_reach;   /* pages the kernel may read past a read; 0: unknown */
 	uint64_t stream_upto;    /* pages below may be the stream's own, still coming */
@@ -139,15 +138,14 @@ static int readahead_span(struct warm *w, uint64_t page, uint64_t n)
 	return 0;
 }
 
-static int reopen_private(int fd, int random);
-
 /*
  * How far past the end of a read the readahead it starts may reach, in
  * pages: two windows (the next window may start up to a window past the
- * page that set it off), a window being the device's read_ahead_kb, or
- * the read itself where that is larger. 0 when the window is not known
- * (no sysfs; btrfs, whose devices are not st_dev), -1 when readahead is
- * off there (a read then brings one page).
+ * page that set it off), a window being the device's read_ahead_kb (a
+ * read no larger than that gets a window that covers it). 0 when the
+ * window is not known (no sysfs; btrfs, whose files do not name their
+ * device), -1 when it is smaller than a chunk (the read would be only
+ * partly covered; with readahead off, a read brings one page).
  */
 static int64_t stream_reach(int fd, uint64_t ps, uint64_t chunk_pages)
 {
@@ -155,18 +153,19 @@ static int64_t stream_reach(int fd, uint64_t ps, uint64_t chunk_pages)
 	char path[96];
 	struct stat st;
 	uint64_t win;
+	dev_t dev;
 	FILE *f;
 	int got;
 
 	if (fstat(fd, &st) < 0)
 		return 0;
-	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", major(st.st_dev),
-		 minor(st.st_dev));
+	dev = S_ISBLK(st.st_mode) ? st.st_rdev : st.st_dev;
+	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", major(dev), minor(dev));
 	f = fopen(path, "re");
 	if (!f) {
 		/* a partition: the bdi is its disk's */
 		snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/../queue/read_ahead_kb",
-			 major(st.st_dev), minor(st.st_dev));
+			 major(dev), minor(dev));
 		f = fopen(path, "re");
 	}
 	if (!f)
@@ -175,16 +174,15 @@ static int64_t stream_reach(int fd, uint64_t ps, uint64_t chunk_pages)
 	fclose(f);
 	if (got != 1)
 		return 0;
-	if (!kb)
-		return -1;
 	win = (uint64_t)kb * 1024 / ps;
 	if (win < chunk_pages)
-		win = chunk_pages;
+		return -1;
 	return (int64_t)(2 * win + 1);
 }
 
-/* The first hole worth it: a private description (its readahead state is
- * the kernel's to grow, not the caller's), a buffer, the reach. */
+/* The first hole worth it: a buffer, the reach. The reads go through the
+ * caller's description: a second one, closed at the end, would release
+ * the process's fcntl() record locks on the file. */
 static void stream_setup(struct warm *w)
 {
 	int64_t reach;
@@ -197,11 +195,6 @@ static void stream_setup(struct warm *w)
 	w->stream_buf = malloc((size_t)w->o.chunk_bytes);
 	if (!w->stream_buf)
 		return;
-	w->stream_fd = reopen_private(w->fd, 0);
-	if (w->stream_fd == w->fd) {
-		w->stream_fd = -1;
-		return;
-	}
 	w->stream = 2;
 }
 
@@ -236,11 +229,14 @@ static uint64_t stream_end(struct warm *w, uint64_t page, uint64_t n, uint64_t r
 /*
  * A chunk as an RWF_NOWAIT read: a miss starts the kernel's readahead there
  * and fails with EAGAIN at once; pages already up to date are copied into
- * the buffer. 0 when the chunk is on its way, 1 when readahead(2) must do
- * it: the first miss is checked with cachestat (it counts pages still
- * being read in, mincore does not), and where nothing started (a kernel
- * before 6.12, or cachestat cannot tell), or RWF_NOWAIT is refused, the
- * stream stops for this call.
+ * the buffer. 0 when the chunk is on its way, 2 when it was all up to
+ * date, 1 when readahead(2) must do it: a read that starts on a page still
+ * being read in starts nothing, and the window on its way may end inside
+ * the chunk, so the chunk's last page is asked with cachestat (it counts
+ * pages still being read in, mincore does not; windows are contiguous from
+ * where they start, so the last page present means all of them are).
+ * Where the first miss started nothing (a kernel before 6.12), cachestat
+ * cannot tell, or RWF_NOWAIT is refused, the stream stops for this call.
  */
 static int stream_span(struct warm *w, uint64_t page, uint64_t n)
 {
@@ -248,29 +244,33 @@ static int stream_span(struct warm *w, uint64_t page, uint64_t n)
 	struct pc_cachestat cs;
 	ssize_t got;
 
-	got = preadv2(w->stream_fd, &iov, 1, (off_t)(page * w->ps), RWF_NOWAIT);
+	got = preadv2(w->fd, &iov, 1, (off_t)(page * w->ps), RWF_NOWAIT);
 	if (got < 0 && errno != EAGAIN) {
 		w->stream = -1; /* EOPNOTSUPP: before 4.14, or this filesystem */
 		return 1;
 	}
-	if (w->stream != 1) {
-		if (got >= 0) /* up to date, so it says nothing of a miss */
-			return (size_t)got == iov.iov_len ? 0 : 1;
-		if (w->b->ops->cachestat(w->b, w->bf, page * w->ps, iov.iov_len, 0, &cs) < 0 ||
-		    cs.cache == 0) {
-			w->stream = -1;
-			return 1;
-		}
-		w->stream = 1;
-	}
+	/* whatever the read started reaches this far at most */
 	w->stream_upto = w->stream_reach ? page + n + w->stream_reach : w->eof_page;
+	if (got >= 0 && (size_t)got == iov.iov_len)
+		return 2;
+	if (w->b->ops->cachestat(w->b, w->bf, (page + n - 1) * w->ps, w->ps, 0, &cs) < 0) {
+		w->stream = -1;
+		return 1;
+	}
+	if (cs.cache == 0) {
+		if (w->stream == 2)
+			w->stream = -1;
+		return 1;
+	}
+	w->stream = 1;
 	return 0;
 }
 
-/* The next resident run of r at or after from, leaving out the pages the
- * stream may have brought in: those are this call's reads, not pages that
- * were resident already. 1, 0 if none, or -errno. */
-static int next_resident(const struct warm *w, const struct pc_residency *r, uint64_t from,
+/* The next resident run of r at or after from, leaving out the pages below
+ * own that the stream may have brought in before r was taken: those are
+ * this call's reads, not pages that were resident already. 1, 0 if none,
+ * or -errno. */
+static int next_resident(uint64_t own, const struct pc_residency *r, uint64_t from,
 			 struct pc_run *res)
 {
 	for (;;) {
@@ -278,10 +278,10 @@ static int next_resident(const struct warm *w, const struct pc_residency *r, uin
 
 		if (ret <= 0)
 			return ret;
-		if (res->page + res->npages > w->stream_upto) {
-			if (res->page < w->stream_upto) {
-				res->npages -= w->stream_upto - res->page;
-				res->page = w->stream_upto;
+		if (res->page + res->npages > own) {
+			if (res->page < own) {
+				res->npages -= own - res->page;
+				res->page = own;
 			}
 			return 1;
 		}
@@ -378,14 +378,17 @@ static int read_hole(struct warm *w, uint64_t page, uint64_t n, uint64_t run_end
 		} else {
 			ret = 1;
 			/* what the readahead reaches past the read counts
-			 * against the budget too */
+			 * against the budget too: not streamed where that
+			 * reach is not known */
 			if (page + take <= streamed_to && w->stream >= 0 &&
 			    (w->budget == UINT64_MAX ||
-			     w->budget / w->ps >= take + w->stream_reach))
+			     (w->stream_reach && w->budget / w->ps >= take + w->stream_reach)))
 				ret = stream_span(w, page, take);
 			if (ret == 0)
 				w->st.pages_streamed += take;
-			else
+			if (ret == 2)
+				ret = 0;
+			else if (ret == 1)
 				ret = readahead_span(w, page, take);
 			if (ret == 0)
 				w->done += bytes;
@@ -409,6 +412,7 @@ static int read_hole(struct warm *w, uint64_t page, uint64_t n, uint64_t run_end
 static int warm_batch(struct warm *w)
 {
 	struct pc_residency *r = NULL;
+	uint64_t own = w->stream_upto; /* as it was when r is taken */
 	uint64_t first = w->batch[0].page;
 	uint64_t last = w->batch[w->nbatch - 1].page + w->batch[w->nbatch - 1].npages;
 	int ret = 0, uniform = 0;
@@ -455,7 +459,7 @@ static int warm_batch(struct warm *w)
 			struct pc_run res = { .page = end, .npages = 0 };
 
 			if (r) {
-				ret = next_resident(w, r, from, &res);
+				ret = next_resident(own, r, from, &res);
 				if (ret < 0)
 					goto out;
 				if (ret == 0 || res.page > end)
@@ -584,13 +588,13 @@ static int file_size(struct warm *w)
 }
 
 /*
- * A second description of fd's file, so that reads leave the caller's
- * description (its readahead state) as it was. With random, readahead is
- * off on it: reads on a description with readahead on pull in neighbours
- * of every hole, and io_uring's reads want just the holes. Without /proc,
- * fd itself.
+ * A second description of fd's file with readahead off: reads on a
+ * description with readahead on pull in neighbours of every hole, and
+ * io_uring's reads want just the holes; the caller's description keeps
+ * its own readahead state. Closing it releases the process's fcntl()
+ * record locks on the file (pc_warm.3 says so). Without /proc, fd itself.
  */
-static int reopen_private(int fd, int random)
+static int private_fd(int fd)
 {
 	char proc[64];
 	int priv;
@@ -601,8 +605,7 @@ static int reopen_private(int fd, int random)
 		priv = open(proc, O_RDONLY | O_CLOEXEC);
 	if (priv < 0)
 		return fd;
-	if (random)
-		posix_fadvise(priv, 0, 0, POSIX_FADV_RANDOM);
+	posix_fadvise(priv, 0, 0, POSIX_FADV_RANDOM);
 	return priv;
 }
 
@@ -646,7 +649,7 @@ static int warm_setup(struct warm *w, int fd, const struct pc_warm_opts *opts)
 		w->buf = malloc((size_t)w->o.chunk_bytes);
 		if (!w->buf)
 			return -ENOMEM;
-		w->read_fd = reopen_private(fd, 1);
+		w->read_fd = private_fd(fd);
 		ret = io_uring_queue_init(w->o.queue_depth, &w->ring, 0);
 		if (ret == -ENOSYS || ret == -EPERM)
 			return -EOPNOTSUPP;
@@ -673,7 +676,6 @@ static int64_t warm_run(int fd, struct warm_source *src, const struct pc_warm_op
 	w->batch_cap = cap;
 	w->fd = fd;
 	w->read_fd = fd;
-	w->stream_fd = -1;
 	ret = warm_setup(w, fd, opts);
 	while (ret == 0 && !w->st.budget_exhausted) {
 		if (cancelled(w)) {
@@ -700,8 +702,6 @@ static int64_t warm_run(int fd, struct warm_source *src, const struct pc_warm_op
 		w->b->ops->close(w->b, w->bf);
 	if (w->read_fd != fd)
 		close(w->read_fd);
-	if (w->stream_fd >= 0)
-		close(w->stream_fd);
 	free(w->stream_buf);
 	free(w->buf);
 	done = (int64_t)w->done;

@@ -191,27 +191,34 @@ START_TEST(stream_stops_short_of_a_run_end)
 }
 END_TEST
 
-/* A second stream over a run half resident: the resident half is counted
- * as such, not as read, and the rest comes. */
-START_TEST(stream_skips_resident_pages)
+/* A stream over a run partly resident: the resident pages are counted as
+ * such, not as read, and the rest comes. Twice: resident at the front,
+ * and resident in the middle, after a hole the stream reads (its windows'
+ * reach must not swallow pages resident before it started). */
+static void stream_partly_resident(const char *name, struct pc_run before)
 {
-	struct pc_warm_opts o = opts_for(PC_WARM_STREAM);
+	struct pc_warm_opts o = opts_for(PC_WARM_STREAM), ra = opts_for(PC_WARM_READAHEAD);
 	struct pc_warm_stats st = { .size = sizeof(st) };
-	const char *f = pc_test_make_file("stream-half", BIG_PAGES, 0644, -1, -1);
-	struct pc_run all = { 0, BIG_PAGES }, first = { 0, BIG_PAGES / 2 };
-	unsigned char *vec;
+	const char *f = pc_test_make_file(name, BIG_PAGES, 0644, -1, -1);
+	struct pc_run all = { 0, BIG_PAGES };
 	int fd = open(f, O_RDONLY | O_CLOEXEC);
 
 	ck_assert_int_ge(fd, 0);
 	pc_test_set_pattern(f, NULL, 0);
-	ck_assert_int_ge(pc_warm(fd, &first, 1, &o, NULL), 0);
-	free(wait_resident(f, &first, 1));
-	ck_assert_int_eq(pc_warm(fd, &all, 1, &o, &st), (int64_t)(BIG_PAGES / 2 * ps()));
-	ck_assert_uint_eq(st.pages_resident, BIG_PAGES / 2);
-	ck_assert_uint_eq(st.pages_read, BIG_PAGES / 2);
-	vec = wait_resident(f, &all, 1);
-	free(vec);
+	ck_assert_int_ge(pc_warm(fd, &before, 1, &ra, NULL), 0);
+	free(wait_resident(f, &before, 1));
+	ck_assert_int_eq(pc_warm(fd, &all, 1, &o, &st),
+			 (int64_t)((BIG_PAGES - before.npages) * ps()));
+	ck_assert_uint_eq(st.pages_resident, before.npages);
+	ck_assert_uint_eq(st.pages_read, BIG_PAGES - before.npages);
+	free(wait_resident(f, &all, 1));
 	close(fd);
+}
+
+START_TEST(stream_skips_resident_pages)
+{
+	stream_partly_resident("stream-front", (struct pc_run){ 0, BIG_PAGES / 2 });
+	stream_partly_resident("stream-middle", (struct pc_run){ BIG_PAGES / 2, 256 });
 }
 END_TEST
 
