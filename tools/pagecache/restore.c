@@ -2254,7 +2254,7 @@ static void poll_resident(struct restore *c, double quiet)
 {
 	double t0 = now_seconds(), last_change = t0;
 	uint64_t prev = UINT64_MAX;
-	long sleep_ns = 2000000;
+	long sleep_ns;
 	bool ask = false, exact = false, can_ask = true;
 	int ret;
 
@@ -2265,7 +2265,13 @@ static void poll_resident(struct restore *c, double quiet)
 
 		exact = ask;
 		c->use_memo = !exact;
+		t = now_seconds();
 		ret = measure(c, exact, &w, &r, ask ? &absent : NULL, &unk);
+		/* sleep twice as long as the poll took (a third of a core at
+		 * most), from 2 to 50 ms: a poll of what is left of a large
+		 * file is short, of a 4 GiB file whole ~85 ms */
+		sleep_ns = (long)((now_seconds() - t) * 2e9);
+		sleep_ns = sleep_ns < 2000000 ? 2000000 : sleep_ns > 50000000 ? 50000000 : sleep_ns;
 		c->use_memo = false;
 		if (ret < 0)
 			return;
@@ -2296,8 +2302,6 @@ static void poll_resident(struct restore *c, double quiet)
 		if (ask)
 			continue;
 		nanosleep(&(struct timespec){ 0, sleep_ns }, NULL);
-		if (sleep_ns < 50000000)
-			sleep_ns *= 2;
 	}
 	if (exact)
 		return;
