@@ -1084,26 +1084,6 @@ static void model_task_step(struct model *m, const struct step *st, struct rec *
 
 static uint64_t readahead_pages; /* this disk's read_ahead_kb, in pages */
 
-/*
- * Pages the kernel has reclaimed so far (/proc/vmstat's pgsteal_anon and
- * pgsteal_file, which count every reclaimer, DAMON's too); 0 when unknown.
- */
-static uint64_t reclaimed_pages(void)
-{
-	char name[64];
-	unsigned long long value;
-	uint64_t total = 0;
-	FILE *f = fopen("/proc/vmstat", "re");
-
-	if (!f)
-		return 0;
-	while (fscanf(f, "%63s %llu", name, &value) == 2)
-		if (strcmp(name, "pgsteal_anon") == 0 || strcmp(name, "pgsteal_file") == 0)
-			total += value;
-	fclose(f);
-	return total;
-}
-
 static void model_run(int index, struct rec *recs)
 {
 	static const unsigned int caps[NTASKS] = { PCM_CAP_FOWNER | PCM_CAP_DAC_OVERRIDE, 0, 0, 0 };
@@ -1295,13 +1275,13 @@ START_TEST(kernel_and_model_agree)
 			continue;
 		}
 		for (int attempt = 0;; attempt++) {
-			uint64_t before = reclaimed_pages(), moved;
+			uint64_t before = pc_test_reclaimed_pages(), moved;
 
 			if (real_run(i, real, why, sizeof(why))) {
 				diffs = -1;
 				break;
 			}
-			moved = reclaimed_pages() - before;
+			moved = pc_test_reclaimed_pages() - before;
 			if (!modeled) /* the model is deterministic: once */
 				model_run(i, model);
 			modeled = true;

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -274,4 +275,114 @@ void pc_test_skip(const char *what, const char *why)
 {
 	printf("SKIP: %s: %s\n", what, why);
 	fflush(stdout);
+}
+
+/* The first number in the file at dir/name; -1 when it cannot be read. */
+static long long read_number(const char *dir, const char *name)
+{
+	char path[1024];
+	long long v;
+	FILE *f;
+	int got;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	got = fscanf(f, "%lld", &v);
+	fclose(f);
+	return got == 1 ? v : -1;
+}
+
+/* Whether the file at dir/name starts with word. */
+static int file_says(const char *dir, const char *name, const char *word)
+{
+	char path[1024], buf[64];
+	FILE *f;
+	int says;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	says = fscanf(f, "%63s", buf) == 1 && strcmp(buf, word) == 0;
+	fclose(f);
+	return says;
+}
+
+#define DAMON_ADMIN "/sys/kernel/mm/damon/admin/kdamonds"
+
+/* Bytes the running kdamonds' pageout schemes have paged out so far; their
+ * counters are refreshed on request ("update_schemes_stats", which changes
+ * nothing else; root only). */
+static uint64_t damon_paged_out_bytes(void)
+{
+	char kd[320], ctx[352], sc[640];
+	struct dirent *k, *c, *e;
+	uint64_t total = 0;
+	DIR *kds = opendir(DAMON_ADMIN), *ctxs, *scs;
+
+	if (!kds)
+		return 0;
+	while ((k = readdir(kds))) {
+		FILE *st;
+
+		if (k->d_name[0] == '.')
+			continue;
+		snprintf(kd, sizeof(kd), "%s/%s", DAMON_ADMIN, k->d_name);
+		if (!file_says(kd, "state", "on"))
+			continue;
+		snprintf(ctx, sizeof(ctx), "%s/state", kd);
+		st = fopen(ctx, "we");
+		if (!st)
+			continue;
+		fputs("update_schemes_stats", st);
+		if (fclose(st) != 0)
+			continue;
+		snprintf(ctx, sizeof(ctx), "%s/contexts", kd);
+		ctxs = opendir(ctx);
+		while (ctxs && (c = readdir(ctxs))) {
+			if (c->d_name[0] == '.')
+				continue;
+			snprintf(sc, sizeof(sc), "%s/%s/schemes", ctx, c->d_name);
+			scs = opendir(sc);
+			while (scs && (e = readdir(scs))) {
+				char d[928], stats[960];
+				long long applied;
+
+				if (e->d_name[0] == '.')
+					continue;
+				snprintf(d, sizeof(d), "%s/%s", sc, e->d_name);
+				if (!file_says(d, "action", "pageout"))
+					continue;
+				snprintf(stats, sizeof(stats), "%s/stats", d);
+				applied = read_number(stats, "sz_applied");
+				if (applied > 0)
+					total += (uint64_t)applied;
+			}
+			if (scs)
+				closedir(scs);
+		}
+		if (ctxs)
+			closedir(ctxs);
+	}
+	closedir(kds);
+	return total;
+}
+
+uint64_t pc_test_reclaimed_pages(void)
+{
+	char name[64];
+	unsigned long long value;
+	uint64_t total = 0;
+	FILE *f = fopen("/proc/vmstat", "re");
+
+	if (f) {
+		while (fscanf(f, "%63s %llu", name, &value) == 2)
+			if (strcmp(name, "pgsteal_anon") == 0 ||
+			    strcmp(name, "pgsteal_file") == 0)
+				total += value;
+		fclose(f);
+	}
+	return total + damon_paged_out_bytes() / (uint64_t)sysconf(_SC_PAGESIZE);
 }

@@ -47,6 +47,12 @@ int pc_test_under_valgrind(void);
 /* 1 when running as root. */
 int pc_test_is_root(void);
 
+/* Pages the kernel has taken from the page cache so far: /proc/vmstat's
+ * pgsteal_anon and pgsteal_file, and what DAMON's pageout schemes paged
+ * out (which does not move pgsteal: doc/design.md). A case that differs
+ * while this moved may have lost a page to them. */
+uint64_t pc_test_reclaimed_pages(void);
+
 /* Print "SKIP: <what>: <why>" so scripts/test.sh can collect it. */
 void pc_test_skip(const char *what, const char *why);
 
