@@ -370,12 +370,19 @@ static uint64_t damon_paged_out_bytes(void)
 	return total;
 }
 
-uint64_t pc_test_reclaimed_pages(void)
+uint64_t pc_test_reclaimed_pages(int refresh_damon)
 {
+	static uint64_t damon_seen; /* at the last refresh */
+	static int damon_asked;
 	char name[64];
 	unsigned long long value;
 	uint64_t total = 0;
 	FILE *f = fopen("/proc/vmstat", "re");
+
+	if (refresh_damon || !damon_asked) {
+		damon_seen = damon_paged_out_bytes() / (uint64_t)sysconf(_SC_PAGESIZE);
+		damon_asked = 1;
+	}
 
 	if (f) {
 		while (fscanf(f, "%63s %llu", name, &value) == 2)
@@ -384,5 +391,5 @@ uint64_t pc_test_reclaimed_pages(void)
 				total += value;
 		fclose(f);
 	}
-	return total + damon_paged_out_bytes() / (uint64_t)sysconf(_SC_PAGESIZE);
+	return total + damon_seen;
 }

@@ -49,9 +49,11 @@ int pc_test_is_root(void);
 
 /* Pages the kernel has taken from the page cache so far: /proc/vmstat's
  * pgsteal_anon and pgsteal_file, and what DAMON's pageout schemes paged
- * out (which does not move pgsteal: doc/design.md). A case that differs
- * while this moved may have lost a page to them. */
-uint64_t pc_test_reclaimed_pages(void);
+ * out (which does not move pgsteal: doc/design.md) as of their last
+ * refresh. A refresh waits for the kdamond (0.4-0.5 s here): it is done on
+ * the first call and when refresh_damon is set, so ask with it only after
+ * a case differed. Not thread-safe (one test thread asks). */
+uint64_t pc_test_reclaimed_pages(int refresh_damon);
 
 /* Print "SKIP: <what>: <why>" so scripts/test.sh can collect it. */
 void pc_test_skip(const char *what, const char *why);
