@@ -12,9 +12,10 @@
  * (6.12+): its windows grow and its folios get large, where readahead(2)
  * takes the pages one by one (a 4 GiB file here: 0.8-1.5 s against
  * 1.8-2.2 s, 0.02 s of CPU against 0.85 s). Those windows may reach past
- * the read that started them, so only the part of a hole far enough from
- * its end goes out that way; the rest, and every hole where the kernel
- * does not read ahead on RWF_NOWAIT, is readahead(2)'s.
+ * the read that started them, so only the part of a run far enough from
+ * its end (or a run that ends at the end of the file) goes out that way;
+ * the rest, small holes, and every hole where the kernel does not read
+ * ahead on RWF_NOWAIT, are readahead(2)'s.
  */
 #include <fcntl.h>
 #include <liburing.h>

@@ -1865,7 +1865,7 @@ static uint64_t first_missing(const struct pc_residency *r, struct pc_run run)
 }
 
 /* A measure of a file of at least MEMO_PAGES wanted pages polls from
- * where the last found one missing: a 4 GiB file's mincore costs ~40 ms,
+ * where the last found one missing: a 4 GiB file's mincore costs ~85 ms,
  * and its pages land from the front. */
 #define MEMO_PAGES 16384
 
