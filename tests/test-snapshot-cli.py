@@ -678,32 +678,47 @@ def case_many_files(env):
     check(got <= budget + 64, f"{got} pages resident after a budget of {budget}")
 
 
-def case_dropped_readahead_late(env):
-    """The same past the first 64 MiB of an 80 MiB file: restore's polls of
-    a file that large start where the last one found a page missing, and a
-    file that looks complete so is measured whole before it counts. The
-    pages of the dropped call come back, and 100% is said only when every
-    page is there."""
-    need_root()
-    t = env.path("dropped-late")
+def dropped_restore(env, name, npages, drop_from=None, others=None):
+    """A tree name/ with victim (npages, cached) and others ({file: pages},
+    cached), dumped, evicted, and restored with readahead(2) while the
+    dropra shim drops one call on victim (the first at or past drop_from
+    bytes). Returns (victim's path, restore's JSON summary)."""
+    t = env.path(name)
     os.mkdir(t)
     victim = os.path.join(t, "victim")
-    npages = (80 << 20) // PS
     make_file(victim, npages)
-    with open(victim, "rb") as f:
-        while f.read(1 << 20):
-            pass
-    snap = env.path("dropped-late.snap")
+    others = others or {}
+    for n, pages in others.items():
+        make_file(os.path.join(t, n), pages)
+    for n in ("victim", *others):
+        with open(os.path.join(t, n), "rb") as f:
+            while f.read(1 << 20):
+                pass
+    snap = env.path(name + ".snap")
     rc, _, err = run(["dump", "-q", "-o", snap, t])
     check(rc == 0, f"dump: exit {rc}: {err!r}")
     evict_tree(t)
     env_ = shim_env(DROPRA_SHIM)
     env_["PC_SHIM_DROP_NAME"] = "/victim"
-    env_["PC_SHIM_DROP_FROM"] = str(72 << 20)
+    if drop_from is not None:
+        env_["PC_SHIM_DROP_FROM"] = str(drop_from)
+    # the shim drops a readahead(2) call: the default would stream this run
     rc, doc, err = run_json(["restore", "--fast", "-q", "--strategy", "readahead", snap],
                             env=env_)
     check(rc == 0, f"restore: exit {rc}: {err!r}")
     check(b"dropra-shim: dropped readahead(" in err, f"the shim dropped nothing: {err!r}")
+    return victim, doc
+
+
+def case_dropped_readahead_late(env):
+    """dropped_readahead past the first 64 MiB of an 80 MiB file: restore's polls of
+    a file that large start where the last one found a page missing, and a
+    file that looks complete so is measured whole before it counts. The
+    pages of the dropped call come back, and 100% is said only when every
+    page is there."""
+    need_root()
+    npages = (80 << 20) // PS
+    victim, doc = dropped_restore(env, "dropped-late", npages, drop_from=72 << 20)
     check(doc["pages_read_again"] >= (2 << 20) // PS, f"read again: {doc}")
     check(doc["final_resident_percent"] == 100.0, f"final resident: {doc}")
     missing = set(range(npages)) - resident_pages(victim)
@@ -716,27 +731,8 @@ def case_dropped_readahead(env):
     pages never arrive, none is in flight, and restore reads them again
     before it measures. Counted as read again, and resident at the end."""
     need_root()
-    t = env.path("dropped")
-    os.mkdir(t)
-    victim = os.path.join(t, "victim")
     npages = (8 << 20) // PS  # four readahead(2) calls of 2 MiB
-    make_file(victim, npages)
-    make_file(os.path.join(t, "other"), 64)
-    for n in ("victim", "other"):
-        with open(os.path.join(t, n), "rb") as f:
-            while f.read(1 << 20):
-                pass
-    snap = env.path("dropped.snap")
-    rc, _, err = run(["dump", "-q", "-o", snap, t])
-    check(rc == 0, f"dump: exit {rc}: {err!r}")
-    evict_tree(t)
-    env_ = shim_env(DROPRA_SHIM)
-    env_["PC_SHIM_DROP_NAME"] = "/victim"
-    # the shim drops a readahead(2) call: the default would stream this run
-    rc, doc, err = run_json(["restore", "--fast", "-q", "--strategy", "readahead", snap],
-                            env=env_)
-    check(rc == 0, f"restore: exit {rc}: {err!r}")
-    check(b"dropra-shim: dropped readahead(" in err, f"the shim dropped nothing: {err!r}")
+    victim, doc = dropped_restore(env, "dropped", npages, others={"other": 64})
     check(doc["pages_wanted"] == npages + 64, f"wanted: {doc}")
     # the dropped call's pages, and any that reclaim took meanwhile
     check(doc["pages_read_again"] >= (2 << 20) // PS, f"read again: {doc}")

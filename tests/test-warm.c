@@ -59,8 +59,8 @@ static int all_resident(const unsigned char *vec, const struct pc_run *r, size_t
 }
 
 /* Poll mincore until every page of the runs is resident (readahead returns
- * before the I/O lands); returns the last vector. */
-static unsigned char *wait_resident(const char *path, const struct pc_run *r, size_t n)
+ * before the I/O lands); the last vector, or NULL after SETTLE_MS. */
+static unsigned char *poll_resident(const char *path, const struct pc_run *r, size_t n)
 {
 	unsigned char *vec = NULL;
 
@@ -71,7 +71,15 @@ static unsigned char *wait_resident(const char *path, const struct pc_run *r, si
 			return vec;
 		sleep_ms(10);
 	}
-	ck_abort_msg("the warmed runs were not resident within %d ms", SETTLE_MS);
+	free(vec);
+	return NULL;
+}
+
+static unsigned char *wait_resident(const char *path, const struct pc_run *r, size_t n)
+{
+	unsigned char *vec = poll_resident(path, r, n);
+
+	ck_assert_msg(vec, "the warmed runs were not resident within %d ms", SETTLE_MS);
 	return vec;
 }
 
@@ -110,16 +118,10 @@ static unsigned char *wait_resident_again(const char *path, int fd, const struct
 
 	for (int attempt = 0;; attempt++) {
 		uint64_t before = pc_test_reclaimed_pages(0);
-		unsigned char *vec = NULL;
+		unsigned char *vec = poll_resident(path, r, n);
 
-		for (int waited = 0; waited <= SETTLE_MS; waited += 10) {
-			free(vec);
-			pc_test_mincore(path, &vec);
-			if (all_resident(vec, r, n))
-				return vec;
-			sleep_ms(10);
-		}
-		free(vec);
+		if (vec)
+			return vec;
 		ck_assert_msg(attempt < 2 && pc_test_reclaimed_pages(1) != before,
 			      "the warmed runs were not resident within %d ms", SETTLE_MS);
 		printf("note: %s: pages missing while the kernel reclaimed: read again\n", path);
