@@ -21,6 +21,7 @@ import pc_unvalgrind  # noqa: F401 (first: leaves valgrind, see the module)
 import pc_cases
 from pc_cases import Failure, Skip, check, mincore, only_cases, run_cases, tmpfs
 import ctypes
+import fcntl
 import gzip
 import json
 import os
@@ -315,7 +316,7 @@ def case_round_trip(env):
     check(doc["bytes_per_run"] is not None, "bytes per run")
     evict_tree(t)
     for strategy, order in (("stream", "file"), ("readahead", "file"), ("io_uring", "file"),
-                            ("readahead", "physical")):
+                            ("readahead", "physical"), ("stream", "disk"), ("readahead", "disk")):
         rc, doc, err = run_json(["restore", "--fast", "-q", "--strategy", strategy,
                                  "--order", order, snap])
         check(rc == 0, f"restore {strategy} {order}: exit {rc}: {err!r}")
@@ -637,16 +638,19 @@ def case_many_files(env):
     dumped = {n: sorted(before[n] & after[n]) for n in patterns}
     with_pages = sum(1 for v in dumped.values() if v)
     check(with_pages >= 600, f"only {with_pages} files kept their pages through the dump")
-    evict_tree(t)
-    rc, doc, err = run_json(["restore", "--fast", "-q", snap])
-    check(rc == 0, f"restore: exit {rc}: {err!r}")
-    check(doc["files_restored"] + doc["files_without_pages"] == 1000, f"files: {doc}")
-    check(doc["files_restored"] >= with_pages, f"restored {doc['files_restored']} < {with_pages}")
-    check(doc["pages_read"] - doc["pages_read_again"] ==
-          doc["pages_wanted"] - doc["pages_already_resident"],
-          f"counts: {doc}")
-    check(doc["final_resident_percent"] == 100.0, f"final resident: {doc}")
-    check_restored(t, dumped, "many files")
+    for order in ("disk", "file"):  # the second restore below: file
+        evict_tree(t)
+        rc, doc, err = run_json(["restore", "--fast", "-q", "--order", order, snap])
+        check(rc == 0, f"restore --order {order}: exit {rc}: {err!r}")
+        check(doc["order"] == order, f"order {doc['order']}")
+        check(doc["files_restored"] + doc["files_without_pages"] == 1000, f"files: {doc}")
+        check(doc["files_restored"] >= with_pages,
+              f"restored {doc['files_restored']} < {with_pages}")
+        check(doc["pages_read"] - doc["pages_read_again"] ==
+              doc["pages_wanted"] - doc["pages_already_resident"],
+              f"counts: {doc}")
+        check(doc["final_resident_percent"] == 100.0, f"final resident: {doc}")
+        check_restored(t, dumped, f"many files, --order {order}")
     # the second restore reads only what went missing since the first: on
     # this machine DAMON's pageout takes a few fresh pages within seconds
     # without moving pgsteal (doc/design.md), so those are allowed (and a
@@ -654,7 +658,7 @@ def case_many_files(env):
     def missing():
         return sum(len(set(v) - resident_pages(os.path.join(t, n))) for n, v in dumped.items())
     gone = missing()
-    rc, doc, err = run_json(["restore", "--fast", "-q", snap])
+    rc, doc, err = run_json(["restore", "--fast", "-q", "--order", "file", snap])
     check(rc == 0, f"second restore: exit {rc}: {err!r}")
     if doc["pages_read"]:
         print(f"note: many_files: the second restore read {doc['pages_read']} pages; "
@@ -667,15 +671,79 @@ def case_many_files(env):
     # other stages, to keep the suite within its 10 minutes)
     if UNDER_VALGRIND:
         return
-    evict_tree(t)
     budget = 3500
-    rc, doc, err = run_json(["restore", "--fast", "-q", "--max-bytes", str(budget * PS), snap])
-    check(rc == 0, f"budget restore: exit {rc}: {err!r}")
-    check(doc["stopped"] == "budget", f"not stopped by the budget: {doc['stopped']}")
-    check(budget - 8 <= doc["pages_read"] <= budget, f"read {doc['pages_read']} pages")
-    check(doc["skipped"]["not_reached"] > 0, f"skipped {doc['skipped']}")
-    got = sum(len(resident_pages(os.path.join(t, n))) for n in patterns)
-    check(got <= budget + 64, f"{got} pages resident after a budget of {budget}")
+    for order in ("file", "disk"):
+        evict_tree(t)
+        rc, doc, err = run_json(["restore", "--fast", "-q", "--order", order,
+                                 "--max-bytes", str(budget * PS), snap])
+        check(rc == 0, f"budget restore --order {order}: exit {rc}: {err!r}")
+        check(doc["stopped"] == "budget", f"{order}: not stopped by the budget: {doc['stopped']}")
+        check(budget - 8 <= doc["pages_read"] <= budget,
+              f"{order}: read {doc['pages_read']} pages")
+        check(doc["skipped"]["not_reached"] > 0, f"{order}: skipped {doc['skipped']}")
+        got = sum(len(resident_pages(os.path.join(t, n))) for n in patterns)
+        check(got <= budget + 64, f"{order}: {got} pages resident after a budget of {budget}")
+
+
+def first_block(path):
+    """The disk address of the file's first byte (FS_IOC_FIEMAP), or None
+    where the filesystem has no extents to show (tmpfs)."""
+    FS_IOC_FIEMAP = 0xC020660B
+    req = bytearray(struct.pack("=QQIIII", 0, 1 << 62, 0, 0, 1, 0) + bytes(56))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.ioctl(fd, FS_IOC_FIEMAP, req)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    _, _, _, mapped, _, _ = struct.unpack_from("=QQIIII", req)
+    if not mapped:
+        return None
+    _, physical = struct.unpack_from("=QQ", req, 32)
+    return physical
+
+
+def rotating(path):
+    st = os.stat(path)
+    for q in ("queue/rotational", "../queue/rotational"):
+        try:
+            with open(f"/sys/dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}/{q}") as f:
+                return f.read().strip() == "1"
+        except OSError:
+            pass
+    return False
+
+
+def case_disk_order(env):
+    """--order=disk warms the files in the order of their first block on
+    the disk: files written in a shuffled order, all changed since the dump,
+    are named in that order; --order=auto picks disk on a rotating disk."""
+    need_root()
+    t = env.path("ord")
+    os.mkdir(t)
+    names = [f"f{i:02d}" for i in range(12)]
+    for n in random.Random(7).sample(names, len(names)):
+        make_file(os.path.join(t, n), 4)  # fsync'd: allocated in this order
+    snap = env.path("snap")
+    rc, _, err = run(["dump", "-q", "-o", snap, t])
+    check(rc == 0, f"dump: {err!r}")
+    where = {n: first_block(os.path.join(t, n)) for n in names}
+    if None in where.values():
+        raise Skip(f"no FIEMAP on {t}'s filesystem: {where}")
+    for n in names:
+        os.utime(os.path.join(t, n), ns=(0, 1))  # changed: named in the summary
+    evict_tree(t)
+    rc, doc, err = run_json(["restore", "--fast", "-q", "--order", "disk", snap])
+    check(rc == 0, f"restore: exit {rc}: {err!r}")
+    want = sorted(names, key=lambda n: where[n])
+    check(doc["changed_files"] == want,
+          f"files warmed in {doc['changed_files']}, their disk order is {want}")
+    check(doc["final_resident_percent"] == 100.0, f"final resident: {doc}")
+    rc, doc, err = run_json(["restore", "--fast", "-q", snap])
+    check(rc == 0, f"restore: exit {rc}: {err!r}")
+    check(doc["order"] == ("disk" if rotating(t) else "file"),
+          f"--order auto chose {doc['order']}; rotating: {rotating(t)}")
 
 
 def dropped_restore(env, name, npages, drop_from=None, others=None):
@@ -1086,7 +1154,7 @@ def case_usage_errors(env):
 CASES = [case_usage_errors, case_round_trip, case_identity_and_strict, case_hostile_snapshot,
          case_truncations, case_bit_flips, case_happycache_by_hand, case_happycache_hostile,
          case_happycache_long_path,
-         case_many_files, case_dropped_readahead, case_dropped_readahead_late, case_idmapped_unowned, case_budget, case_nobody, case_diff_orders, case_stdout_and_stdin, case_atomic_dump]
+         case_many_files, case_disk_order, case_dropped_readahead, case_dropped_readahead_late, case_idmapped_unowned, case_budget, case_nobody, case_diff_orders, case_stdout_and_stdin, case_atomic_dump]
 
 
 def main():

@@ -12,6 +12,9 @@
  * it holds every run of the snapshot (24 bytes each) to sort them by their
  * place on the disk (FIEMAP). Small files go in batches to up to four
  * threads (open, identity, pc_warm()); the main thread counts them in order.
+ * With --order=disk (auto's choice on a rotating disk) they go to windows
+ * of up to 65536 files instead, opened first and warmed in the order of
+ * their place on the disk (win_flush()).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +34,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <sys/vfs.h>
 #include <time.h>
@@ -89,9 +93,14 @@ struct pfile {
 	uint64_t key;
 };
 
+/* --order: ORDER_AUTO is ORDER_DISK on a rotating disk, else ORDER_FILE */
+enum order { ORDER_AUTO, ORDER_FILE, ORDER_DISK, ORDER_PHYSICAL };
+
 struct restore {
 	/* options */
-	bool strict, fast, json, quiet, physical;
+	bool strict, fast, json, quiet;
+	enum order order;
+	const char *order_why;     /* what --order=auto chose, and why */
 	uint64_t max_bytes;        /* 0: the default */
 	uint64_t rate;             /* bytes per second; 0: no limit */
 	uint64_t chunk;            /* bytes per readahead call or read; 0: pc_warm's */
@@ -107,6 +116,7 @@ struct restore {
 	uint64_t budget;           /* bytes left; UINT64_MAX: no limit */
 	uint64_t budget_total;
 	const char *budget_why;
+	uint64_t mem_room;         /* the memory available at the start; 0: unknown */
 	/* counts */
 	uint64_t files, files_restored, files_empty;
 	uint64_t wanted, beyond_eof, resident_before, read, bytes;
@@ -201,10 +211,12 @@ static const char restore_usage[] =
 	"                          chunks) or io_uring (reads at queue depth 8)\n"
 	"      --chunk SIZE        bytes per readahead(2) call or io_uring read\n"
 	"                          (default 2M)\n"
-	"      --order O           file (default: each file's runs in offset order)\n"
-	"                          or physical (files and runs sorted by their place\n"
-	"                          on the disk, FIEMAP; for rotating disks; holds the\n"
-	"                          whole snapshot's runs in memory)\n"
+	"      --order O           auto (default: disk on a rotating disk, else file),\n"
+	"                          file (files in the snapshot's order), disk (small\n"
+	"                          files by the disk address of their first wanted\n"
+	"                          page, FIEMAP, up to 65536 at a time) or physical\n"
+	"                          (files and runs sorted by their place on the disk;\n"
+	"                          holds the whole snapshot's runs in memory)\n"
 	"      --format F          auto (default: gzip's magic means happycache;\n"
 	"                          needs a seekable FILE), native or happycache\n"
 	"      --json              print the summary as one JSON object\n"
@@ -383,11 +395,13 @@ static void on_progress(uint64_t bytes_done, void *arg)
 enum { FILE_PENDING, FILE_COMPLETE, FILE_UNKNOWN, FILE_GONE };
 
 static int set_state(struct restore *c, size_t i, int state);
+static int file_state(struct restore *c, size_t i);
 
 /* The fds kept: as many as RLIMIT_NOFILE allows (raised to its hard limit)
- * with room left for the rest, at most KEPT_MAX. */
+ * with room left for the rest (two batches of files in flight, 512, and
+ * the snapshot, the root, the log, the eviction watch), at most KEPT_MAX. */
 #define KEPT_MAX 65536
-#define KEPT_SPARE 256
+#define KEPT_SPARE 1024
 
 static void kept_init(struct restore *c)
 {
@@ -1075,7 +1089,13 @@ struct job {
 	uint64_t size;
 	int64_t mtime_ns;
 	size_t run0, nruns;        /* in jobs.runs */
-	/* the worker's part */
+	/* the worker's part: job_open() (ahead, for a window), then pc_warm() */
+	bool opened;               /* job_open() done: fd, st, same, ... are set */
+	bool ready;                /* ... and it left runs to warm */
+	bool reopen;               /* ... and fd closed again (no room to keep it) */
+	bool early;                /* job_account() queues it for early_confirm() */
+	size_t logi;               /* job_account(): its place in the log */
+	uint64_t key;              /* ORDER_DISK: the disk address of the first run */
 	int fd;                    /* or beneath_open's -errno; -ECANCELED: not reached */
 	struct stat st;
 	bool same;                 /* identity as recorded (or none recorded) */
@@ -1086,18 +1106,24 @@ struct job {
 	struct pc_warm_stats ws;
 };
 
-struct jobs {
+/* What job_do() goes by: the workers read the restore's stop and budget
+ * as they were when their batch started (the main thread changes the
+ * restore's own while they run); serial: it runs on the main thread, file
+ * by file and counted as it goes, and reads them afresh. */
+struct jobctx {
 	struct restore *c;
+	bool serial;
+	bool stopped;
+	uint64_t budget;           /* bytes; UINT64_MAX: no limit */
+};
+
+struct jobs {
+	struct jobctx x;
 	struct job job[JOB_FILES];
 	size_t n;
 	struct pc_run runs[JOB_RUNS];
 	size_t nruns;
 	uint64_t bound;            /* pages in the runs: the most it can read */
-	bool serial;
-	/* what the workers read of the restore, taken when the batch starts:
-	 * the main thread changes the restore's own while they run */
-	bool stopped;
-	uint64_t budget;           /* bytes; UINT64_MAX: no limit */
 	size_t next;               /* the next job to take (atomic) */
 	pthread_t tid[JOB_THREADS];
 	size_t nt;                 /* workers running */
@@ -1112,41 +1138,74 @@ struct jobq {
 	bool other_busy;           /* started, not accounted yet */
 };
 
-static void job_do(struct jobs *js, struct job *j)
+static bool cancelled(const struct restore *c)
 {
-	struct restore *c = js->c;
-	struct pc_run *runs = js->runs + j->run0;
+	return __atomic_load_n(&c->cancel, __ATOMIC_RELAXED) || got_signal;
+}
+
+/* The first half of a job: the file opened beneath the root, its identity
+ * checked, its runs clamped to its size (counted here, added up by the
+ * main thread). Whether any are left to warm. */
+static bool job_open(struct restore *c, struct job *j, struct pc_run *runs)
+{
+	j->opened = true;
+	j->ready = false;
+	j->fd = beneath_open(&c->bn, j->rel, &j->st);
+	if (j->fd < 0)
+		return false;
+	j->same = same_file(j->identity, j->size, j->mtime_ns, &j->st);
+	if (!j->same && c->strict)
+		return false;
+	j->nclamped = clamp_runs(runs, j->nruns, ((uint64_t)j->st.st_size + c->ps - 1) / c->ps,
+				 &j->wanted, &j->beyond);
+	j->ready = j->nclamped > 0;
+	return j->ready;
+}
+
+/* The file job_open() opened (st) once more; -ESTALE: another one is
+ * there now. */
+static int job_reopen(struct restore *c, const struct job *j)
+{
+	struct stat st;
+	int fd = beneath_open(&c->bn, j->rel, &st);
+
+	if (fd >= 0 && (st.st_dev != j->st.st_dev || st.st_ino != j->st.st_ino)) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+/* Open (unless done ahead) and warm j, whose runs are runs. */
+static void job_do(struct jobctx *x, struct job *j, struct pc_run *runs)
+{
+	struct restore *c = x->c;
 	struct pc_warm_opts o = { .size = sizeof(o) };
 	size_t k;
 
 	j->ws = (struct pc_warm_stats){ .size = sizeof(j->ws) };
-	if (js->serial) {
+	if (x->serial) {
 		/* job_account() of the last one may have stopped, or spent */
-		js->stopped = c->stop != STOP_NONE;
-		js->budget = c->budget;
+		x->stopped = c->stop != STOP_NONE;
+		x->budget = c->budget;
 	}
-	if (js->stopped || __atomic_load_n(&c->cancel, __ATOMIC_RELAXED) || got_signal) {
+	if (x->stopped || cancelled(c)) {
+		if (j->opened && j->fd >= 0)
+			close(j->fd);
 		j->fd = -ECANCELED;
 		return;
 	}
-	j->fd = beneath_open(&c->bn, j->rel, &j->st);
-	if (j->fd < 0)
+	if (j->opened ? !j->ready : !job_open(c, j, runs))
 		return;
-	j->same = same_file(j->identity, j->size, j->mtime_ns, &j->st);
-	if (!j->same && c->strict)
+	if (j->reopen && (j->fd = job_reopen(c, j)) < 0)
 		return;
-	/* counted here and added up by the main thread */
-	k = clamp_runs(runs, j->nruns, ((uint64_t)j->st.st_size + c->ps - 1) / c->ps, &j->wanted,
-		       &j->beyond);
-	j->nclamped = k;
-	if (!k)
-		return;
-	if (js->budget == 0)
+	k = j->nclamped;
+	if (x->budget == 0)
 		return; /* the main thread stops */
 	o.strategy = c->strategy;
 	o.chunk_bytes = c->chunk;
-	o.max_bytes = js->budget == UINT64_MAX ? 0 : js->budget;
-	if (js->serial) {
+	o.max_bytes = x->budget == UINT64_MAX ? 0 : x->budget;
+	if (x->serial) {
 		o.progress = on_progress;
 		o.progress_arg = c;
 	}
@@ -1155,11 +1214,10 @@ static void job_do(struct jobs *js, struct job *j)
 	j->warmed = true;
 }
 
-/* The main thread's part of a job, in the snapshot's order. */
-static int job_account(struct jobs *js, struct job *j)
+/* The main thread's part of a job (runs: its runs), in the order of the
+ * batches. */
+static int job_account(struct restore *c, struct job *j, struct pc_run *runs)
 {
-	struct restore *c = js->c;
-	struct pc_run *runs = js->runs + j->run0;
 	struct snap_file f = { .path = j->rel, .identity = j->identity, .size = j->size,
 			       .mtime_ns = j->mtime_ns };
 	int ret;
@@ -1177,6 +1235,7 @@ static int job_account(struct jobs *js, struct job *j)
 		return 0;
 	}
 	c->files_restored++;
+	j->logi = c->files_restored - 1;
 	c->file_failed = false;
 	c->file_logged = c->file_seen = 0;
 	c->wanted += j->wanted;
@@ -1197,7 +1256,7 @@ static int job_account(struct jobs *js, struct job *j)
 		ret = set_state(c, c->files_restored - 1, FILE_COMPLETE);
 	} else {
 		keep_fd(c, c->files_restored - 1, j->fd);
-		if (ret == 0 && j->warmed && !c->file_failed)
+		if (ret == 0 && j->warmed && !c->file_failed && j->early)
 			early_add(c, c->files_restored - 1, runs, j->nclamped, j->st.st_uid);
 	}
 	if (got_signal && !c->stop)
@@ -1214,7 +1273,7 @@ static void *job_worker(void *arg)
 
 		if (i >= js->n)
 			return NULL;
-		job_do(js, &js->job[i]);
+		job_do(&js->x, &js->job[i], js->runs + js->job[i].run0);
 	}
 }
 
@@ -1248,10 +1307,10 @@ static int jobs_account(struct jobs *js)
 {
 	int ret = 0;
 
-	early_confirm(js->c);
+	early_confirm(js->x.c);
 	for (size_t i = 0; i < js->n; i++) {
 		if (ret == 0)
-			ret = job_account(js, &js->job[i]);
+			ret = job_account(js->x.c, &js->job[i], js->runs + js->job[i].run0);
 		else if (js->job[i].fd >= 0)
 			close(js->job[i].fd);
 	}
@@ -1265,17 +1324,17 @@ static int jobs_account(struct jobs *js)
  * before the open method is known. */
 static bool jobs_prepare(struct jobs *js, uint64_t busy_bound)
 {
-	struct restore *c = js->c;
+	struct restore *c = js->x.c;
 
-	js->stopped = c->stop != STOP_NONE;
-	js->budget = c->budget;
+	js->x.stopped = c->stop != STOP_NONE;
+	js->x.budget = c->budget;
 	if (c->budget != UINT64_MAX)
-		js->budget = busy_bound > c->budget / c->ps ? 0 : c->budget - busy_bound * c->ps;
-	js->serial = job_threads() == 1 || js->n == 1 || c->rate || c->bn.method == 0 ||
-		(js->budget != UINT64_MAX && js->bound > js->budget / c->ps);
+		js->x.budget = busy_bound > c->budget / c->ps ? 0 : c->budget - busy_bound * c->ps;
+	js->x.serial = job_threads() == 1 || js->n == 1 || c->rate || c->bn.method == 0 ||
+		(js->x.budget != UINT64_MAX && js->bound > js->x.budget / c->ps);
 	js->next = 0;
 	js->nt = 0;
-	return js->serial;
+	return js->x.serial;
 }
 
 /* The batch on up to JOB_THREADS workers, or here when none can be made. */
@@ -1294,10 +1353,10 @@ static int jobs_run_here(struct jobs *js)
 {
 	int ret = 0;
 
-	early_confirm(js->c);
+	early_confirm(js->x.c);
 	for (size_t i = 0; i < js->n && ret == 0; i++) {
-		job_do(js, &js->job[i]);
-		ret = job_account(js, &js->job[i]);
+		job_do(&js->x, &js->job[i], js->runs + js->job[i].run0);
+		ret = job_account(js->x.c, &js->job[i], js->runs + js->job[i].run0);
 	}
 	jobs_reset(js);
 	return ret;
@@ -1313,7 +1372,7 @@ static int jobq_flush(struct jobq *q)
 
 	if (!js->n)
 		return 0;
-	js->c->batches++;
+	js->x.c->batches++;
 	if (busy)
 		jobs_join(q->other);
 	serial = jobs_prepare(js, busy ? q->other->bound : 0);
@@ -1366,21 +1425,390 @@ static void jobq_drop(struct jobq *q)
 	jobs_reset(q->fill);
 }
 
-/* The snapshot in its order: one file, then the next. */
+/*
+ * --order=disk: the small files go to a window of up to WIN_FILES files
+ * (WIN_RUNS runs) first. The workers open them all (job_open()) and ask
+ * FIEMAP where each one's first wanted page lies; then one thread warms
+ * them in that order (win_warm()). Neighbours on the disk are read one
+ * after the other and the block layer merges their reads. On this disk
+ * (virtio, rotational, which does about 1,700 requests a second whatever
+ * their size up to 4 MiB), for 20,000 files of 4-64 KiB written in another
+ * order than their names' one: 360-730 requests instead of 19,700, the
+ * tree back in 1.04 s instead of 1.14 (medians of 5 alternating runs; the
+ * opening ahead costs 0.23 s that reads in the snapshot's order hide). Two
+ * threads reading side by side broke the merges (0.5-1.1 s for the reads
+ * alone, 0.35-0.6 with one). Windows of 8,192 files or fewer lost most of
+ * the gain on that tree, whose names' order spreads over the whole disk.
+ * The window's fds are kept from the opening to the warming, as many as
+ * the kept fds leave room for; the rest are opened again then.
+ */
+#define WIN_FILES 65536
+#define WIN_RUNS (1 << 18)
+
+struct win {
+	struct restore *c;
+	struct job *job;
+	size_t n, cap;
+	struct pc_run *runs;       /* WIN_RUNS */
+	size_t nruns;
+	size_t room;               /* fds the opening may keep */
+	size_t next;               /* the next job to open (atomic) */
+};
+
+struct win_key {
+	uint64_t key;
+	size_t i;
+};
+
+/* Where on the disk the byte at off of fd lies; UINT64_MAX: not known
+ * (no FIEMAP here, a hole, or not allocated yet). */
+static uint64_t disk_address(int fd, uint64_t off, uint64_t len)
+{
+	struct {
+		struct fiemap fm;
+		struct fiemap_extent ex[1];
+	} q;
+
+	memset(&q, 0, sizeof(q));
+	q.fm.fm_start = off;
+	q.fm.fm_length = len;
+	q.fm.fm_extent_count = 1;
+	if (ioctl(fd, FS_IOC_FIEMAP, &q) < 0 || q.fm.fm_mapped_extents == 0 ||
+	    (q.ex[0].fe_flags & (FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DELALLOC)))
+		return UINT64_MAX;
+	if (q.ex[0].fe_logical > off)
+		return q.ex[0].fe_physical; /* off in a hole: the next extent */
+	return q.ex[0].fe_physical + (off - q.ex[0].fe_logical);
+}
+
+static void win_open(struct win *w, size_t i)
+{
+	struct restore *c = w->c;
+	struct job *j = &w->job[i];
+	struct pc_run *runs = w->runs + j->run0;
+
+	j->key = UINT64_MAX;
+	if (cancelled(c)) {
+		j->opened = true;
+		j->ready = false;
+		j->fd = -ECANCELED;
+		return;
+	}
+	if (job_open(c, j, runs))
+		j->key = disk_address(j->fd, runs[0].page * c->ps, runs[0].npages * c->ps);
+	if (i >= w->room && j->fd >= 0 && j->ready) {
+		/* no room to keep it: job_do() opens it again */
+		close(j->fd);
+		j->fd = -1;
+		j->reopen = true;
+	}
+}
+
+static void *win_worker(void *arg)
+{
+	struct win *w = arg;
+
+	for (;;) {
+		size_t i = __atomic_fetch_add(&w->next, 1, __ATOMIC_RELAXED);
+
+		if (i >= w->n)
+			return NULL;
+		win_open(w, i);
+	}
+}
+
+static int win_key_cmp(const void *pa, const void *pb)
+{
+	const struct win_key *a = pa, *b = pb;
+
+	if (a->key != b->key)
+		return a->key < b->key ? -1 : 1;
+	return a->i < b->i ? -1 : a->i > b->i;
+}
+
+/* A new job at the end of the window for f (its runs: the caller's). */
+static struct job *win_add(struct win *w, const struct snap_file *f, const char *rel)
+{
+	struct job *j;
+
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? w->cap * 2 : 1024;
+		struct job *p = realloc(w->job, cap * sizeof(*p));
+
+		if (!p)
+			return NULL;
+		w->job = p;
+		w->cap = cap;
+	}
+	j = &w->job[w->n];
+	memset(j, 0, sizeof(*j));
+	j->rel = strdup(rel);
+	if (!j->rel)
+		return NULL;
+	j->identity = f->identity;
+	j->size = f->size;
+	j->mtime_ns = f->mtime_ns;
+	w->n++;
+	return j;
+}
+
+/* After an error: the window's files closed and forgotten. */
+static void win_drop(struct win *w)
+{
+	for (size_t i = 0; i < w->n; i++) {
+		if (w->job[i].opened && w->job[i].fd >= 0)
+			close(w->job[i].fd);
+		free(w->job[i].rel);
+	}
+	w->n = w->nruns = 0;
+}
+
+/* The warming thread of a window: its jobs in disk order. */
+struct warmer {
+	struct win *w;
+	const struct win_key *keys;
+	struct jobctx x;
+	pthread_t tid;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	size_t done;               /* jobs warmed (lock) */
+	size_t want;               /* the counting waits for done >= want (lock) */
+};
+
+/*
+ * Wait, up to 1 s, while the page of fd is in the cache but not up to date:
+ * its read is in flight (mincore counts pages up to date only, cachestat
+ * those being read too). For a caller mincore tells the truth. false: it
+ * was still in flight at the end.
+ */
+static bool wait_in_flight(const struct restore *c, int fd, uint64_t page)
+{
+	struct timespec ts = { 0, 1000000 };
+	void *map = mmap(NULL, (size_t)c->ps, PROT_NONE, MAP_SHARED, fd, (off_t)(page * c->ps));
+	bool done = false;
+
+	if (map == MAP_FAILED)
+		return true;
+	for (int i = 0; i < 1000 && !done; i++) {
+		struct pc_cachestat cs;
+		unsigned char v = 0;
+
+		/* not coming (cachestat 0): settle() reads it again */
+		done = mincore(map, (size_t)c->ps, &v) < 0 || (v & 1) ||
+			pc_cachestat(fd, page * c->ps, c->ps, &cs) < 0 || cs.cache == 0;
+		if (!done)
+			nanosleep(&ts, NULL);
+	}
+	munmap(map, (size_t)c->ps);
+	return done;
+}
+
+static void *warmer_main(void *arg)
+{
+	struct warmer *m = arg;
+
+	for (size_t k = 0; k < m->w->n; k++) {
+		struct job *j = &m->w->job[m->keys[k].i];
+
+		job_do(&m->x, j, m->w->runs + j->run0);
+		/* a wakeup a file cost the warming a third of its speed */
+		if ((k + 1) % 64 == 0 || k + 1 == m->w->n) {
+			pthread_mutex_lock(&m->lock);
+			m->done = k + 1;
+			if (m->done >= m->want)
+				pthread_cond_signal(&m->cond);
+			pthread_mutex_unlock(&m->lock);
+		}
+	}
+	return NULL;
+}
+
+/*
+ * Follow the disk through the window: it reads in the order the reads went
+ * out, roughly, and lags the warming by up to half a second here. Each
+ * small file warmed is looked at in that order (quick_look()), waiting for
+ * a read still in flight; a file seen complete is closed and settle()
+ * never looks at it again. The looks (10 us a file) run while the disk
+ * works, instead of after it, where settle()'s first poll of 20,000 files
+ * took 0.2 s; early_confirm() looked too soon here, while the reads were
+ * still queued. Where mincore does not tell the truth settle() does it.
+ */
+static void win_follow(struct win *w, const struct win_key *keys)
+{
+	struct restore *c = w->c;
+
+	for (size_t k = 0; k < w->n && !c->stop && !cancelled(c); k++) {
+		const struct job *j = &w->job[keys[k].i];
+		const struct pc_run *runs = w->runs + j->run0;
+		int fd = j->warmed && j->got > 0 ? kept_fd(c, j->logi) : -1;
+		bool truthful, complete = true;
+
+		if (fd < 0 || file_state(c, j->logi) != FILE_PENDING || j->nclamped > PRECHECK_RUNS)
+			continue;
+		truthful = mincore_truthful(c, fd, j->st.st_uid);
+		if (!truthful)
+			continue;
+		for (size_t r = 0; r < j->nclamped && complete; r++) {
+			int q = quick_look(c, fd, runs[r], true);
+
+			if (q == 0) {
+				if (!wait_in_flight(c, fd, runs[r].page + runs[r].npages - 1))
+					return; /* the disk stalls: settle() takes over */
+				q = quick_look(c, fd, runs[r], true);
+			}
+			complete = q == 1;
+		}
+		if (complete && set_state(c, j->logi, FILE_COMPLETE) == 0)
+			drop_fd(c, j->logi);
+	}
+}
+
+/*
+ * The window's jobs in the order of keys: warmed on one thread, which goes
+ * through them without a pause, and counted here right behind it. On this
+ * thread, file by file and counted as it goes, when the window could reach
+ * the budget, under --rate or on one CPU. A stop the counting finds (the
+ * budget, the eviction watch, a signal) cancels the rest. Then
+ * win_follow().
+ */
+static int win_warm(struct win *w, const struct win_key *keys)
+{
+	struct restore *c = w->c;
+	struct warmer m = { .w = w, .keys = keys, .x = { .c = c } };
+	uint64_t bound = 0;
+	size_t seen = 0;           /* jobs known warmed */
+	bool threaded;
+	int ret = 0;
+
+	for (size_t r = 0; r < w->nruns; r++)
+		bound += w->runs[r].npages;
+	m.x.stopped = c->stop != STOP_NONE;
+	m.x.budget = c->budget;
+	/* or when it could fill the memory: pc_warm()'s progress calls on
+	 * this thread run the eviction watch while it reads (a thread that
+	 * sends it all out in a few ms leaves nothing for it to stop) */
+	m.x.serial = job_threads() == 1 || c->rate ||
+		(c->budget != UINT64_MAX && bound > c->budget / c->ps) ||
+		(c->mem_room && bound > c->mem_room / 2 / c->ps);
+	pthread_mutex_init(&m.lock, NULL);
+	pthread_cond_init(&m.cond, NULL);
+	threaded = !m.x.serial && pthread_create(&m.tid, NULL, warmer_main, &m) == 0;
+	m.x.serial = !threaded;
+	for (size_t k = 0; k < w->n; k++) {
+		struct job *j = &w->job[keys[k].i];
+		struct pc_run *runs = w->runs + j->run0;
+
+		if (threaded && k == seen) {
+			pthread_mutex_lock(&m.lock);
+			m.want = k + 1;
+			while (m.done <= k)
+				pthread_cond_wait(&m.cond, &m.lock);
+			seen = m.done;
+			pthread_mutex_unlock(&m.lock);
+		} else if (!threaded) {
+			job_do(&m.x, j, runs);
+		}
+		if (ret == 0)
+			ret = job_account(c, j, runs);
+		else if (j->fd >= 0)
+			close(j->fd);
+		if (ret < 0 || c->stop)
+			__atomic_store_n(&c->cancel, 1, __ATOMIC_RELAXED);
+	}
+	if (threaded)
+		pthread_join(m.tid, NULL);
+	pthread_mutex_destroy(&m.lock);
+	pthread_cond_destroy(&m.cond);
+	if (ret == 0)
+		win_follow(w, keys);
+	return ret;
+}
+
+/* Open the window's files, sort them by disk address, and warm them in
+ * that order. */
+static int win_flush(struct win *w)
+{
+	struct restore *c = w->c;
+	struct win_key *keys;
+	pthread_t tid[JOB_THREADS];
+	size_t nt = 0, nthreads = job_threads(), kept;
+	int ret = 0;
+
+	if (!w->n)
+		return 0;
+	keys = malloc(w->n * sizeof(*keys));
+	if (!keys)
+		return -ENOMEM;
+	/* the fds kept so far (at most one a restored file), those the
+	 * window may keep besides */
+	kept = c->files_restored < c->kept_max ? (size_t)c->files_restored : c->kept_max;
+	w->room = c->kept_max - kept;
+	w->next = 0;
+	if (c->bn.method == 0)
+		w->next = 1, win_open(w, 0); /* the first open picks the method, alone */
+	while (nt < nthreads && pthread_create(&tid[nt], NULL, win_worker, w) == 0)
+		nt++;
+	if (!nt)
+		win_worker(w);
+	for (size_t t = 0; t < nt; t++)
+		pthread_join(tid[t], NULL);
+	for (size_t i = 0; i < w->n; i++)
+		keys[i] = (struct win_key){ w->job[i].key, i };
+	qsort(keys, w->n, sizeof(*keys), win_key_cmp);
+	ret = win_warm(w, keys);
+	for (size_t i = 0; i < w->n; i++)
+		free(w->job[i].rel);
+	free(keys);
+	w->n = w->nruns = 0;
+	return ret;
+}
+
+/* A file of many runs (the first n in batch, the rest still in the
+ * snapshot), after the batches before it: alone, streaming its runs. */
+static int restore_alone(struct restore *c, struct jobq *q, const struct snap_file *f,
+			 const char *rel, struct pc_run *batch, size_t n)
+{
+	struct stat st;
+	int fd, ret = jobq_finish(q);
+
+	if (ret < 0)
+		return ret;
+	if (c->stop) {
+		c->skipped[SKIP_NOT_REACHED]++;
+		return 0;
+	}
+	fd = beneath_open(&c->bn, rel, &st);
+	if (fd < 0) {
+		open_failed(c, rel, fd);
+		return 0;
+	}
+	if (!identity_ok(c, f, rel, &st) && c->strict) {
+		close(fd);
+		return 0;
+	}
+	return restore_streaming(c, rel, fd, &st, batch, n);
+}
+
+/* The snapshot in its order: one file, then the next (--order=file); or
+ * the small files of a window in their order on the disk (--order=disk). */
 static int restore_in_order(struct restore *c)
 {
 	struct pc_run *batch = malloc(BATCH_RUNS * sizeof(*batch));
 	struct jobs *two = calloc(2, sizeof(*two));
 	struct jobq q = { .fill = two, .other = two + 1 };
+	struct win w = { .c = c };
 	const struct snap_file *f;
 	int ret;
 
-	if (!batch || !two) {
+	if (c->order == ORDER_DISK)
+		w.runs = malloc(WIN_RUNS * sizeof(*w.runs));
+	if (!batch || !two || (c->order == ORDER_DISK && !w.runs)) {
 		free(batch);
 		free(two);
+		free(w.runs);
 		return -ENOMEM;
 	}
-	two[0].c = two[1].c = c;
+	two[0].x.c = two[1].x.c = c;
 	while ((ret = snapsrc_next_file(c->src, &f)) > 0) {
 		struct jobs *js = q.fill;
 		const char *rel;
@@ -1406,11 +1834,50 @@ static int restore_in_order(struct restore *c)
 		}
 		rel = relative(c, f->path);
 		if (!rel) {
-			ret = jobq_finish(&q); /* notes stay in the snapshot's order */
+			/* notes stay in the snapshot's order (in disk order
+			 * there is none to keep) */
+			ret = w.runs ? 0 : jobq_finish(&q);
 			if (ret < 0)
 				break;
 			c->skipped[SKIP_REFUSED]++;
 			note(c, f->path, "refused: not beneath the root %s", c->root);
+			continue;
+		}
+		if (w.runs) {
+			/* its runs, into the window; a file of JOB_RUNS runs
+			 * or more is warmed alone, as below */
+			if (w.n == WIN_FILES || WIN_RUNS - w.nruns < JOB_RUNS) {
+				ret = win_flush(&w);
+				if (ret < 0)
+					break;
+			}
+			run0 = w.nruns;
+			while ((more = snapsrc_next_run(c->src, &w.runs[w.nruns])) > 0)
+				if (++w.nruns - run0 == JOB_RUNS) {
+					fits = false;
+					break;
+				}
+			if (more < 0) {
+				ret = more;
+				break;
+			}
+			if (fits) {
+				j = win_add(&w, f, rel);
+				if (!j) {
+					ret = -ENOMEM;
+					break;
+				}
+				j->run0 = run0;
+				j->nruns = w.nruns - run0;
+				continue;
+			}
+			memcpy(batch, w.runs + run0, JOB_RUNS * sizeof(*batch));
+			w.nruns = run0;
+			ret = win_flush(&w);
+			if (ret == 0)
+				ret = restore_alone(c, &q, f, rel, batch, JOB_RUNS);
+			if (ret < 0)
+				break;
 			continue;
 		}
 		/* its runs, into the batch while they fit */
@@ -1436,6 +1903,7 @@ static int restore_in_order(struct restore *c)
 			j->identity = f->identity;
 			j->size = f->size;
 			j->mtime_ns = f->mtime_ns;
+			j->early = true;
 			j->run0 = run0;
 			j->nruns = js->nruns - run0;
 			if (++js->n == JOB_FILES || js->nruns == JOB_RUNS)
@@ -1448,36 +1916,24 @@ static int restore_in_order(struct restore *c)
 		 * from the runs read so far */
 		{
 			size_t n = js->nruns - run0;
-			struct stat st;
-			int fd;
 
 			memcpy(batch, js->runs + run0, n * sizeof(*batch));
 			js->nruns = run0;
-			ret = jobq_finish(&q);
-			if (ret < 0)
-				break;
-			if (c->stop) {
-				c->skipped[SKIP_NOT_REACHED]++;
-				continue;
-			}
-			fd = beneath_open(&c->bn, rel, &st);
-			if (fd < 0) {
-				open_failed(c, rel, fd);
-				continue;
-			}
-			if (!identity_ok(c, f, rel, &st) && c->strict) {
-				close(fd);
-				continue;
-			}
-			ret = restore_streaming(c, rel, fd, &st, batch, n);
+			ret = restore_alone(c, &q, f, rel, batch, n);
 			if (ret < 0)
 				break;
 		}
 	}
 	if (ret == 0)
+		ret = win_flush(&w);
+	if (ret == 0)
 		ret = jobq_finish(&q);
-	if (ret < 0)
+	if (ret < 0) {
+		win_drop(&w);
 		jobq_drop(&q);
+	}
+	free(w.job);
+	free(w.runs);
 	free(batch);
 	free(two);
 	return ret;
@@ -2350,6 +2806,57 @@ static void settle(struct restore *c)
 
 /* ---- gentle by default ---- */
 
+/* Whether the block device dev (a disk or a partition) is a rotating one:
+ * 1, 0, or -1 when it has no queue (not a block device: tmpfs, NFS,
+ * overlayfs, btrfs's anonymous device). */
+static int rotating(dev_t dev)
+{
+	char path[96];
+	int v = -1;
+
+	for (int i = 0; i < 2 && v < 0; i++) {
+		FILE *f;
+
+		/* the second: a partition's queue is its disk's */
+		snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/%squeue/rotational", major(dev),
+			 minor(dev), i ? "../" : "");
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (fscanf(f, "%d", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+/* --order=auto: disk order where reads in order of their place on the disk
+ * pay (a rotating disk under the root), else the snapshot's. */
+static void choose_order(struct restore *c)
+{
+	struct stat st;
+
+	if (c->order != ORDER_AUTO)
+		return;
+	if (fstat(c->bn.rootfd, &st) == 0 && rotating(st.st_dev) == 1) {
+		c->order = ORDER_DISK;
+		c->order_why = "disk (auto: the root is on a rotating disk)";
+	} else {
+		c->order = ORDER_FILE;
+		c->order_why = "file (auto: the root is not on a rotating disk)";
+	}
+}
+
+static const char *order_name(const struct restore *c)
+{
+	static const char *const names[] = {
+		[ORDER_AUTO] = "auto", [ORDER_FILE] = "file", [ORDER_DISK] = "disk",
+		[ORDER_PHYSICAL] = "physical",
+	};
+
+	return names[c->order];
+}
+
 #define IOPRIO_CLASS_SHIFT 13
 #define IOPRIO_CLASS_IDLE 3
 #define IOPRIO_WHO_PROCESS 1
@@ -2390,6 +2897,7 @@ static void summary_json(struct restore *c, FILE *f)
 		     : "native");
 	json_cstring(&j, "root", c->root);
 	json_cstring(&j, "open_method", beneath_method(&c->bn));
+	json_cstring(&j, "order", order_name(c));
 	json_uint(&j, "files", c->files);
 	json_uint(&j, "files_restored", c->files_restored);
 	json_uint(&j, "files_without_pages", c->files_empty);
@@ -2523,6 +3031,7 @@ static void summary_text(struct restore *c, FILE *f)
 			(double)c->final_wanted : 100.0, (unsigned long long)c->final_resident,
 			(unsigned long long)c->final_wanted, c->settle);
 	fprintf(f, "paths opened:   beneath %s with %s\n", c->root, beneath_method(&c->bn));
+	fprintf(f, "order:          %s\n", c->order_why ? c->order_why : order_name(c));
 	if (c->watch_state)
 		fprintf(f, "eviction watch: off (cachestat: %s)\n", strerror(-c->watch_state));
 	fprintf(f, "gentle:         %s\n", c->gentle ? c->gentle : "no (--fast)");
@@ -2531,7 +3040,7 @@ static void summary_text(struct restore *c, FILE *f)
 int cmd_restore(int argc, char **argv)
 {
 	struct restore c = { .bn = { .rootfd = -1, .procfd = -1 } };
-	const char *root_arg = NULL;
+	const char *root_arg = NULL, *why = NULL;
 	struct sigaction sa = { .sa_handler = on_signal };
 	int opt, ret = 0;
 	uint64_t v;
@@ -2589,10 +3098,17 @@ int cmd_restore(int argc, char **argv)
 			}
 			break;
 		case OPT_ORDER:
-			if (strcmp(optarg, "physical") == 0)
-				c.physical = true;
-			else if (strcmp(optarg, "file") != 0) {
-				ret = usage_error("restore", "--order wants file or physical, not '%s'", optarg);
+			if (strcmp(optarg, "auto") == 0)
+				c.order = ORDER_AUTO;
+			else if (strcmp(optarg, "file") == 0)
+				c.order = ORDER_FILE;
+			else if (strcmp(optarg, "disk") == 0)
+				c.order = ORDER_DISK;
+			else if (strcmp(optarg, "physical") == 0)
+				c.order = ORDER_PHYSICAL;
+			else {
+				ret = usage_error("restore", "--order wants auto, file, disk or physical, not '%s'",
+						  optarg);
 				goto out;
 			}
 			break;
@@ -2653,11 +3169,13 @@ int cmd_restore(int argc, char **argv)
 		ret = PC_EXIT_FAILED;
 		goto out;
 	}
+	c.mem_room = memory_budget(&why);
 	if (c.max_bytes) {
 		c.budget = c.max_bytes;
 		c.budget_why = "--max-bytes";
 	} else {
-		c.budget = memory_budget(&c.budget_why);
+		c.budget = c.mem_room;
+		c.budget_why = why;
 		if (!c.budget) {
 			c.budget = UINT64_MAX;
 			c.budget_why = "none: the available memory is unknown";
@@ -2674,7 +3192,8 @@ int cmd_restore(int argc, char **argv)
 	c.overflow_uid = overflow_uid();
 	progress_init(&c.progress, !c.quiet && !c.json && isatty(STDERR_FILENO));
 	c.start = now_seconds();
-	ret = c.physical ? restore_physical(&c) : restore_in_order(&c);
+	choose_order(&c);
+	ret = c.order == ORDER_PHYSICAL ? restore_physical(&c) : restore_in_order(&c);
 	c.elapsed = now_seconds() - c.start;
 	progress_clear(&c.progress);
 	if (ret < 0 && ret != -ENOMEM && ret != -EIO) {
