@@ -1093,6 +1093,7 @@ struct job {
 	bool opened;               /* job_open() done: fd, st, same, ... are set */
 	bool ready;                /* ... and it left runs to warm */
 	bool reopen;               /* ... and fd closed again (no room to keep it) */
+	bool closed;               /* ... and fd closed again (nothing to warm) */
 	bool early;                /* job_account() queues it for early_confirm() */
 	size_t logi;               /* job_account(): its place in the log */
 	uint64_t key;              /* ORDER_DISK: the disk address of the first run */
@@ -1162,18 +1163,26 @@ static bool job_open(struct restore *c, struct job *j, struct pc_run *runs)
 	return j->ready;
 }
 
-/* The file job_open() opened (st) once more; -ESTALE: another one is
- * there now. */
-static int job_reopen(struct restore *c, const struct job *j)
+/* The file job_open() opened once more, into j->fd. Another one there
+ * now (replaced in between) is taken as the batches would take it: its
+ * identity checked, the runs clamped to its size (pages past the first
+ * one's end stay counted beyond it). Whether any are left to warm. */
+static bool job_reopen(struct restore *c, struct job *j, struct pc_run *runs)
 {
 	struct stat st;
-	int fd = beneath_open(&c->bn, j->rel, &st);
+	uint64_t wanted = 0;
 
-	if (fd >= 0 && (st.st_dev != j->st.st_dev || st.st_ino != j->st.st_ino)) {
-		close(fd);
-		return -ESTALE;
-	}
-	return fd;
+	j->reopen = false;
+	j->fd = beneath_open(&c->bn, j->rel, &st);
+	if (j->fd < 0 || (st.st_dev == j->st.st_dev && st.st_ino == j->st.st_ino))
+		return j->fd >= 0;
+	j->st = st;
+	j->same = same_file(j->identity, j->size, j->mtime_ns, &st);
+	if (!j->same && c->strict)
+		return false;
+	j->nclamped = clamp_runs(runs, j->nclamped, ((uint64_t)st.st_size + c->ps - 1) / c->ps,
+				 &wanted, &j->beyond);
+	return j->nclamped > 0;
 }
 
 /* Open (unless done ahead) and warm j, whose runs are runs. */
@@ -1193,11 +1202,12 @@ static void job_do(struct jobctx *x, struct job *j, struct pc_run *runs)
 		if (j->opened && j->fd >= 0)
 			close(j->fd);
 		j->fd = -ECANCELED;
+		j->closed = false;
 		return;
 	}
 	if (j->opened ? !j->ready : !job_open(c, j, runs))
 		return;
-	if (j->reopen && (j->fd = job_reopen(c, j)) < 0)
+	if (j->reopen && !job_reopen(c, j, runs))
 		return;
 	k = j->nclamped;
 	if (x->budget == 0)
@@ -1226,12 +1236,13 @@ static int job_account(struct restore *c, struct job *j, struct pc_run *runs)
 		c->skipped[SKIP_NOT_REACHED]++;
 		return 0;
 	}
-	if (j->fd < 0) {
+	if (j->fd < 0 && !j->closed) {
 		open_failed(c, j->rel, j->fd);
 		return 0;
 	}
 	if (!identity_ok(c, &f, j->rel, &j->st) && c->strict) {
-		close(j->fd);
+		if (j->fd >= 0)
+			close(j->fd);
 		return 0;
 	}
 	c->files_restored++;
@@ -1252,9 +1263,10 @@ static int job_account(struct restore *c, struct job *j, struct pc_run *runs)
 	if (ret == 0)
 		ret = log_end(c);
 	if (ret == 0 && c->file_logged == c->file_seen) {
-		close(j->fd);
+		if (j->fd >= 0)
+			close(j->fd);
 		ret = set_state(c, c->files_restored - 1, FILE_COMPLETE);
-	} else {
+	} else if (j->fd >= 0) {
 		keep_fd(c, c->files_restored - 1, j->fd);
 		if (ret == 0 && j->warmed && !c->file_failed && j->early)
 			early_add(c, c->files_restored - 1, runs, j->nclamped, j->st.st_uid);
@@ -1481,6 +1493,14 @@ static uint64_t disk_address(int fd, uint64_t off, uint64_t len)
 	return q.ex[0].fe_physical + (off - q.ex[0].fe_logical);
 }
 
+/* No room to keep j's fd until it is warmed: job_do() opens it again. */
+static void win_close_ahead(struct job *j)
+{
+	close(j->fd);
+	j->fd = -1;
+	j->reopen = true;
+}
+
 static void win_open(struct win *w, size_t i)
 {
 	struct restore *c = w->c;
@@ -1496,11 +1516,13 @@ static void win_open(struct win *w, size_t i)
 	}
 	if (job_open(c, j, runs))
 		j->key = disk_address(j->fd, runs[0].page * c->ps, runs[0].npages * c->ps);
-	if (i >= w->room && j->fd >= 0 && j->ready) {
-		/* no room to keep it: job_do() opens it again */
+	if (j->fd >= 0 && !j->ready) {
+		/* changed (--strict), or all beyond its end: j->st says so */
 		close(j->fd);
 		j->fd = -1;
-		j->reopen = true;
+		j->closed = true;
+	} else if (i >= w->room && j->fd >= 0) {
+		win_close_ahead(j);
 	}
 }
 
@@ -1744,8 +1766,8 @@ static int win_flush(struct win *w)
 	kept = c->files_restored < c->kept_max ? (size_t)c->files_restored : c->kept_max;
 	w->room = c->kept_max - kept;
 	w->next = 0;
-	if (c->bn.method == 0)
-		w->next = 1, win_open(w, 0); /* the first open picks the method, alone */
+	while (c->bn.method == 0 && w->next < w->n)
+		win_open(w, w->next++); /* the first open picks the method, alone */
 	while (nt < nthreads && pthread_create(&tid[nt], NULL, win_worker, w) == 0)
 		nt++;
 	if (!nt)
@@ -1755,6 +1777,14 @@ static int win_flush(struct win *w)
 	for (size_t i = 0; i < w->n; i++)
 		keys[i] = (struct win_key){ w->job[i].key, i };
 	qsort(keys, w->n, sizeof(*keys), win_key_cmp);
+	/* the fds kept ahead are those that will take the kept slots: the
+	 * first room in the warming's order */
+	for (size_t k = w->room; k < w->n; k++) {
+		struct job *j = &w->job[keys[k].i];
+
+		if (j->opened && j->ready && j->fd >= 0)
+			win_close_ahead(j);
+	}
 	ret = win_warm(w, keys);
 	for (size_t i = 0; i < w->n; i++)
 		free(w->job[i].rel);
