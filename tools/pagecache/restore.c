@@ -1715,7 +1715,8 @@ static int win_warm(struct win *w, const struct win_key *keys)
 	pthread_mutex_init(&m.lock, NULL);
 	pthread_cond_init(&m.cond, NULL);
 	threaded = !m.x.serial && pthread_create(&m.tid, NULL, warmer_main, &m) == 0;
-	m.x.serial = !threaded;
+	if (!threaded)
+		m.x.serial = true; /* the warmer reads it: never written while it runs */
 	for (size_t k = 0; k < w->n; k++) {
 		struct job *j = &w->job[keys[k].i];
 		struct pc_run *runs = w->runs + j->run0;
