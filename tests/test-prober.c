@@ -18,6 +18,7 @@
 #include <linux/seccomp.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,7 +93,10 @@ struct outcome {
  * seen in CI-like runs), so there only the resident-after rule holds; its
  * answers for pages past EOF and for resident pages are still checked.
  * So does code slowed down by a sanitizer or valgrind, on a fast disk: CI's
- * tsan stage saw 1206 of 8000 at one depth.
+ * tsan stage saw 1206 of 8000 at one depth. And so does io_uring at depths 1
+ * and 2 (one_at_a_time), where the reads go out one or two at a time as on
+ * the preadv2 path: CI's plain stage, with other tests running beside it,
+ * saw 1244 of 8000 at depth 1. The 1 in 8 holds at depth 4 and more.
  */
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
 #define PC_TEST_SLOWED 1
@@ -100,9 +104,9 @@ struct outcome {
 #define PC_TEST_SLOWED 0
 #endif
 
-static size_t false_hits_allowed(const struct pc_prober *p, size_t misses)
+static size_t false_hits_allowed(const struct pc_prober *p, bool one_at_a_time, size_t misses)
 {
-	if (pc_prober_source(p) == PC_SOURCE_PREADV2 || PC_TEST_SLOWED ||
+	if (pc_prober_source(p) == PC_SOURCE_PREADV2 || one_at_a_time || PC_TEST_SLOWED ||
 	    pc_test_under_valgrind())
 		return misses;
 	return 1 + misses / 8;
@@ -201,7 +205,7 @@ static const char *set_pattern(const char *path, const uint64_t *hits, size_t nh
  * POSIX_FADV_RANDOM fd and compare every answer with the mincore vector
  * taken right before (0 at or past EOF).
  */
-static const char *probe_vs_mincore(struct pc_prober *p, const char *path,
+static const char *probe_vs_mincore(struct pc_prober *p, bool one_at_a_time, const char *path,
 				    const uint64_t *hits, size_t nhits,
 				    const uint64_t *pages_in, size_t n, struct outcome *out)
 {
@@ -254,7 +258,7 @@ static const char *probe_vs_mincore(struct pc_prober *p, const char *path,
 		else
 			out->misses++, out->false_hits += resident[i];
 	}
-	if (!fail && out->false_hits > false_hits_allowed(p, out->misses))
+	if (!fail && out->false_hits > false_hits_allowed(p, one_at_a_time, out->misses))
 		fail = FAIL("%zu of %zu misses answered 1", out->false_hits, out->misses);
 	if (!fail && out->false_misses > false_misses_allowed(out->hits))
 		fail = FAIL("%zu of %zu hits answered 0", out->false_misses, out->hits);
@@ -308,7 +312,7 @@ static const char *check_all_hits(struct pc_prober *p, const char *path)
 	uint64_t hits[SPARSE_PAGES / SPARSE_STEP];
 	size_t n = sparse_hits(hits);
 	struct outcome o;
-	const char *fail = probe_vs_mincore(p, path, hits, n, hits, n, &o);
+	const char *fail = probe_vs_mincore(p, false, path, hits, n, hits, n, &o);
 
 	if (!fail && o.hits != n)
 		fail = FAIL("%zu hits of %zu", o.hits, n);
@@ -324,7 +328,7 @@ static const char *check_all_misses(struct pc_prober *p, const char *path)
 
 	for (size_t i = 0; i < n; i++)
 		pages[i] = hits[i] + SPARSE_STEP / 2;
-	fail = probe_vs_mincore(p, path, hits, n, pages, n, &o);
+	fail = probe_vs_mincore(p, false, path, hits, n, pages, n, &o);
 	if (!fail && o.misses != n)
 		fail = FAIL("%zu misses of %zu", o.misses, n);
 	if (!fail)
@@ -345,7 +349,7 @@ static const char *check_mixed(struct pc_prober *p, const char *path)
 		if (i % 2)
 			pages[n++] = hits[i] + SPARSE_STEP / 4;
 	}
-	fail = probe_vs_mincore(p, path, hits, nh, pages, n, &o);
+	fail = probe_vs_mincore(p, false, path, hits, nh, pages, n, &o);
 	if (!fail && (o.hits != nh || o.misses != n - nh))
 		fail = FAIL("%zu hits and %zu misses, wanted %zu and %zu", o.hits, o.misses,
 			    nh, n - nh);
@@ -363,7 +367,7 @@ static const char *check_past_eof(struct pc_prober *p)
 
 	if (truncate(path, (off_t)(8 * ps + 1)) < 0)
 		return FAIL("truncate: %s", strerror(errno));
-	fail = probe_vs_mincore(p, path, hits, 2, pages, ARRAY_LEN(pages), &o);
+	fail = probe_vs_mincore(p, false, path, hits, 2, pages, ARRAY_LEN(pages), &o);
 	if (!fail && (o.hits != 2 || o.misses != 1 || o.eof != 5))
 		fail = FAIL("%zu hits, %zu misses, %zu past EOF; wanted 2, 1, 5", o.hits,
 			    o.misses, o.eof);
@@ -406,7 +410,7 @@ static const char *expect_error(struct pc_prober *p, const char *path, int fd,
 		return FAIL("%s: returned %zd (%s), wanted %zd (%s)", what, ret,
 			    ret < 0 ? strerror((int)-ret) : "answers", want,
 			    strerror((int)-want));
-	fail = probe_vs_mincore(p, path, &hit, 1, pages, ARRAY_LEN(pages), &o);
+	fail = probe_vs_mincore(p, false, path, &hit, 1, pages, ARRAY_LEN(pages), &o);
 	if (fail) {
 		char inner[256];
 
@@ -514,7 +518,7 @@ static const char *check_beyond_4gib(struct pc_prober *p)
 	pages[n++] = end;
 	pages[n++] = end + 1;
 	if (!fail)
-		fail = probe_vs_mincore(p, path, hits, 2, pages, n, &o);
+		fail = probe_vs_mincore(p, false, path, hits, 2, pages, n, &o);
 	if (!fail && (o.hits != 2 || o.misses != 14 || o.eof != 2))
 		fail = FAIL("%zu hits, %zu misses, %zu past EOF; wanted 2, 14, 2", o.hits,
 			    o.misses, o.eof);
@@ -642,7 +646,7 @@ START_TEST(more_pages_than_depth_match_mincore)
 		hits[nh++] = pg;
 	for (uint64_t i = 0; i < n; i++)
 		pages[i] = npages - n + i;
-	CHECK(probe_vs_mincore(p, path, hits, nh, pages, n, &o));
+	CHECK(probe_vs_mincore(p, depths[_i] <= 2, path, hits, nh, pages, n, &o));
 	ck_assert_uint_eq(o.hits, n / 5);
 	ck_assert_uint_eq(o.misses, n - n / 5);
 	snprintf(what, sizeof(what), "depth %u, %llu pages", depths[_i], (unsigned long long)n);
@@ -769,7 +773,7 @@ START_TEST(high_to_low_stays_true_on_a_readahead_fd)
 			false_hits += resident[i];
 	}
 	/* a readahead window reaching backwards would turn whole runs into hits */
-	ck_assert_uint_le(false_hits, false_hits_allowed(p, SPARSE_PAGES - nh));
+	ck_assert_uint_le(false_hits, false_hits_allowed(p, false, SPARSE_PAGES - nh));
 	close(fd);
 	free(before);
 	free(resident);
