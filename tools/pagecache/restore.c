@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <linux/fiemap.h>
 #include <linux/capability.h>
 #include <linux/fs.h>
@@ -1452,7 +1453,9 @@ static void jobq_drop(struct jobq *q)
  * alone, 0.35-0.6 with one). Windows of 8,192 files or fewer lost most of
  * the gain on that tree, whose names' order spreads over the whole disk.
  * The window's fds are kept from the opening to the warming, as many as
- * the kept fds leave room for; the rest are opened again then.
+ * the kept fds leave room for; the rest are opened again then. When the
+ * host served that disk from its cache, the disk order lost instead
+ * (choose_order()).
  */
 #define WIN_FILES 65536
 #define WIN_RUNS (1 << 18)
@@ -2864,21 +2867,69 @@ static int rotating(dev_t dev)
 	return v;
 }
 
-/* --order=auto: disk order where reads in order of their place on the disk
- * pay (a rotating disk under the root), else the snapshot's. */
+/*
+ * The driver of the disk dev is on (a disk or a partition) when it is one
+ * whose queue/rotational says nothing of the storage under it: virtio-blk
+ * and Xen's blkfront (vbd) never clear the flag, whatever the host puts
+ * behind them. NULL for any other driver, or none found.
+ */
+static const char *virtual_disk(dev_t dev)
+{
+	static const char *const drivers[] = { "virtio_blk", "vbd" };
+	char path[96], target[PATH_MAX];
+
+	for (int i = 0; i < 2; i++) {
+		const char *base;
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/%sdevice/driver", major(dev),
+			 minor(dev), i ? "../" : "");
+		n = readlink(path, target, sizeof(target) - 1);
+		if (n <= 0)
+			continue;
+		target[n] = '\0';
+		base = strrchr(target, '/');
+		base = base ? base + 1 : target;
+		for (size_t k = 0; k < sizeof(drivers) / sizeof(drivers[0]); k++)
+			if (strcmp(base, drivers[k]) == 0)
+				return drivers[k];
+		return NULL;
+	}
+	return NULL;
+}
+
+/*
+ * --order=auto: disk order where reads in order of their place on the disk
+ * pay (a rotating disk under the root), else the snapshot's. A virtual
+ * disk's rotational flag is no evidence: on this virtio disk (rotational
+ * 1) the disk order lost when the host served the reads from its cache
+ * (20,000 small files: 0.76-0.88 s against 0.63-0.68 s in file order,
+ * which happycache's method matched, 0.63-0.79 s; 5 alternating rounds)
+ * and gained 9% when it did not (1.04 s against 1.14 s).
+ */
 static void choose_order(struct restore *c)
 {
 	struct stat st;
+	const char *virt;
 
 	if (c->order != ORDER_AUTO)
 		return;
-	if (fstat(c->bn.rootfd, &st) == 0 && rotating(st.st_dev) == 1) {
-		c->order = ORDER_DISK;
-		c->order_why = "disk (auto: the root is on a rotating disk)";
-	} else {
-		c->order = ORDER_FILE;
+	c->order = ORDER_FILE;
+	if (fstat(c->bn.rootfd, &st) < 0 || rotating(st.st_dev) != 1) {
 		c->order_why = "file (auto: the root is not on a rotating disk)";
+		return;
 	}
+	virt = virtual_disk(st.st_dev);
+	if (virt) {
+		c->order_why = strcmp(virt, "vbd") == 0 ?
+			"file (auto: the root is on a Xen virtual disk, whose rotational flag "
+			"says nothing of the storage under it)" :
+			"file (auto: the root is on a virtio disk, whose rotational flag "
+			"says nothing of the storage under it)";
+		return;
+	}
+	c->order = ORDER_DISK;
+	c->order_why = "disk (auto: the root is on a rotating disk)";
 }
 
 static const char *order_name(const struct restore *c)
