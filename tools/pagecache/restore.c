@@ -1703,7 +1703,7 @@ static int win_warm(struct win *w, const struct win_key *keys)
 {
 	struct restore *c = w->c;
 	struct warmer m = { .w = w, .keys = keys, .x = { .c = c } };
-	uint64_t bound = 0;
+	uint64_t bound = 0, room = 0;
 	size_t seen = 0;           /* jobs known warmed */
 	bool threaded;
 	int ret = 0;
@@ -1712,12 +1712,15 @@ static int win_warm(struct win *w, const struct win_key *keys)
 		bound += w->runs[r].npages;
 	m.x.stopped = c->stop != STOP_NONE;
 	m.x.budget = c->budget;
+	/* what the restore has not filled yet of the memory there was */
+	if (c->mem_room / c->ps > c->read)
+		room = c->mem_room / c->ps - c->read;
 	/* or when it could fill the memory: pc_warm()'s progress calls on
 	 * this thread run the eviction watch while it reads (a thread that
 	 * sends it all out in a few ms leaves nothing for it to stop) */
 	m.x.serial = job_threads() == 1 || c->rate ||
 		(c->budget != UINT64_MAX && bound > c->budget / c->ps) ||
-		(c->mem_room && bound > c->mem_room / 2 / c->ps);
+		(c->mem_room && bound > room / 2);
 	pthread_mutex_init(&m.lock, NULL);
 	pthread_cond_init(&m.cond, NULL);
 	threaded = !m.x.serial && pthread_create(&m.tid, NULL, warmer_main, &m) == 0;
