@@ -16,6 +16,7 @@
  * of up to 65536 files instead, opened first and warmed in the order of
  * their place on the disk (win_flush()).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -1715,9 +1716,10 @@ static int win_warm(struct win *w, const struct win_key *keys)
 	/* what the restore has not filled yet of the memory there was */
 	if (c->mem_room / c->ps > c->read)
 		room = c->mem_room / c->ps - c->read;
-	/* or when it could fill the memory: pc_warm()'s progress calls on
-	 * this thread run the eviction watch while it reads (a thread that
-	 * sends it all out in a few ms leaves nothing for it to stop) */
+	/* or when it could fill half the memory left: pc_warm()'s progress
+	 * calls on this thread run the eviction watch while it reads (a
+	 * thread that sends it all out in a few ms leaves nothing for it to
+	 * stop) */
 	m.x.serial = job_threads() == 1 || c->rate ||
 		(c->budget != UINT64_MAX && bound > c->budget / c->ps) ||
 		(c->mem_room && bound > room / 2);
@@ -2871,49 +2873,61 @@ static int rotating(dev_t dev)
 }
 
 /*
- * The driver of the disk dev is on (a disk or a partition) when it is one
- * whose queue/rotational says nothing of the storage under it: virtio-blk
- * and Xen's blkfront (vbd) never clear the flag, whatever the host puts
- * behind them. NULL for any other driver, or none found.
+ * Whether the block device whose sysfs directory is dir (a disk, a
+ * partition, or a device-mapper or md device stacked on others, up to
+ * depth levels) is virtio-blk all the way down: virtio-blk never clears
+ * the rotational flag, whatever the host puts behind it (a stacked
+ * device inherits the flag). A loop device goes by its own flag.
  */
-static const char *virtual_disk(dev_t dev)
+static bool virtio_under(const char *dir, int depth)
 {
-	static const char *const drivers[] = { "virtio_blk", "vbd" };
-	char path[96], target[PATH_MAX];
+	char path[PATH_MAX], target[256];
+	bool all = false;
+	struct dirent *e;
+	DIR *d;
 
 	for (int i = 0; i < 2; i++) {
 		const char *base;
 		ssize_t n;
 
-		snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/%sdevice/driver", major(dev),
-			 minor(dev), i ? "../" : "");
+		/* the second: a partition's driver is its disk's */
+		snprintf(path, sizeof(path), "%s/%sdevice/driver", dir, i ? "../" : "");
 		n = readlink(path, target, sizeof(target) - 1);
 		if (n <= 0)
 			continue;
 		target[n] = '\0';
 		base = strrchr(target, '/');
-		base = base ? base + 1 : target;
-		for (size_t k = 0; k < sizeof(drivers) / sizeof(drivers[0]); k++)
-			if (strcmp(base, drivers[k]) == 0)
-				return drivers[k];
-		return NULL;
+		return strcmp(base ? base + 1 : target, "virtio_blk") == 0;
 	}
-	return NULL;
+	snprintf(path, sizeof(path), "%s/slaves", dir);
+	d = depth > 0 ? opendir(path) : NULL;
+	if (!d)
+		return false;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/sys/class/block/%s", e->d_name);
+		all = virtio_under(path, depth - 1);
+		if (!all)
+			break;
+	}
+	closedir(d);
+	return all;
 }
 
 /*
  * --order=auto: disk order where reads in order of their place on the disk
- * pay (a rotating disk under the root), else the snapshot's. A virtual
- * disk's rotational flag is no evidence: on this virtio disk (rotational
- * 1) the disk order lost when the host served the reads from its cache
- * (20,000 small files: 0.76-0.88 s against 0.63-0.68 s in file order,
- * which happycache's method matched, 0.63-0.79 s; 5 alternating rounds)
- * and gained 9% when it did not (1.04 s against 1.14 s).
+ * pay (a rotating disk under the root), else the snapshot's. A virtio-blk
+ * disk's rotational flag is no evidence: on this one (rotational 1) the
+ * disk order lost when the host served the reads from its cache (20,000
+ * small files: 0.76-0.88 s against 0.63-0.68 s in file order, which
+ * happycache's method matched, 0.63-0.79 s; 5 alternating rounds) and
+ * gained 9% when it did not (1.04 s against 1.14 s).
  */
 static void choose_order(struct restore *c)
 {
+	char dir[64];
 	struct stat st;
-	const char *virt;
 
 	if (c->order != ORDER_AUTO)
 		return;
@@ -2922,13 +2936,10 @@ static void choose_order(struct restore *c)
 		c->order_why = "file (auto: the root is not on a rotating disk)";
 		return;
 	}
-	virt = virtual_disk(st.st_dev);
-	if (virt) {
-		c->order_why = strcmp(virt, "vbd") == 0 ?
-			"file (auto: the root is on a Xen virtual disk, whose rotational flag "
-			"says nothing of the storage under it)" :
-			"file (auto: the root is on a virtio disk, whose rotational flag "
-			"says nothing of the storage under it)";
+	snprintf(dir, sizeof(dir), "/sys/dev/block/%u:%u", major(st.st_dev), minor(st.st_dev));
+	if (virtio_under(dir, 4)) {
+		c->order_why = "file (auto: the root is on virtio-blk, whose rotational flag says "
+			"nothing of the storage under it)";
 		return;
 	}
 	c->order = ORDER_DISK;
