@@ -165,6 +165,7 @@ struct restore {
 	size_t nmemo, capmemo;
 	bool use_memo;             /* the next measure() may start from the memo */
 	bool memo_used;            /* the last measure() did */
+	bool memo_placed;          /* the last measure() set a file's memo */
 	/* the fds of the first logged files, kept for measure() and rewarm()
 	 * (a reopen beneath the root costs as much as the warming itself) */
 	int *kept;                 /* by place in the log; -1: none */
@@ -2545,7 +2546,7 @@ static int measure(struct restore *c, bool exact, uint64_t *wanted, uint64_t *re
 
 	*wanted = *resident = 0;
 	*unknown = false;
-	c->memo_used = false;
+	c->memo_used = c->memo_placed = false;
 	if (absent) {
 		*absent = 0;
 		exact = true;
@@ -2656,8 +2657,10 @@ static int measure(struct restore *c, bool exact, uint64_t *wanted, uint64_t *re
 		pc_residency_free(r);
 		if (opened)
 			close(fd);
-		if (state == FILE_PENDING && fw >= MEMO_PAGES && fr < fw && missing_at != UINT64_MAX)
+		if (state == FILE_PENDING && fw >= MEMO_PAGES && fr < fw && missing_at != UINT64_MAX) {
 			memo_set(c, i, missing_at);
+			c->memo_placed = true;
+		}
 		/* complete from the memo: measured whole next time first */
 		if (state == FILE_PENDING && from && fr == fw)
 			memo_set(c, i, 0);
@@ -2770,6 +2773,12 @@ static void poll_resident(struct restore *c, double quiet)
 		 * file is short, of a 4 GiB file whole ~85 ms */
 		sleep_ns = (long)((now_seconds() - t) * 2e9);
 		sleep_ns = sleep_ns < 2000000 ? 2000000 : sleep_ns > 50000000 ? 50000000 : sleep_ns;
+		/* a plain whole poll that left memos: the next one starts at
+		 * them, far cheaper (4 GiB streamed in 0.45 s here: settle()
+		 * took a median 0.165 s instead of 0.225 over 10 alternating
+		 * runs, for the same CPU) */
+		if (c->memo_placed && !c->memo_used && !exact)
+			sleep_ns = 2000000;
 		c->use_memo = false;
 		if (ret < 0)
 			return;
