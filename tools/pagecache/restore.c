@@ -1446,8 +1446,7 @@ static void jobq_drop(struct jobq *q)
  * FIEMAP where each one's first wanted page lies; then one thread warms
  * them in that order (win_warm()). Neighbours on the disk are read one
  * after the other and the block layer merges their reads. On this disk
- * (virtio, rotational, which does about 1,700 requests a second whatever
- * their size up to 4 MiB), for 20,000 files of 4-64 KiB written in another
+ * (virtio, rotational 1), for 20,000 files of 4-64 KiB written in another
  * order than their names' one: 360-730 requests instead of 19,700, the
  * tree back in 1.04 s instead of 1.14 (medians of 5 alternating runs; the
  * opening ahead costs 0.23 s that reads in the snapshot's order hide). Two
