@@ -721,11 +721,11 @@ def first_block(path):
     return physical
 
 
-def rotating(path):
-    st = os.stat(path)
+def rotating(sysdir):
+    """Whether the block device at sysdir (a disk or a partition) rotates."""
     for q in ("queue/rotational", "../queue/rotational"):
         try:
-            with open(f"/sys/dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}/{q}") as f:
+            with open(os.path.join(sysdir, q)) as f:
                 return f.read().strip() == "1"
         except OSError:
             pass
@@ -778,13 +778,14 @@ def case_disk_order(env):
     rc, doc, err = run_json(["restore", "--fast", "-q", snap])
     check(rc == 0, f"restore: exit {rc}: {err!r}")
     st = os.stat(t)
-    virtio = virtio_under(f"/sys/dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}")
-    want = "disk" if rotating(t) and not virtio else "file"
-    check(doc["order"] == want, f"--order auto chose {doc['order']}; rotating: {rotating(t)}, "
+    sysdir = f"/sys/dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+    rot, virtio = rotating(sysdir), virtio_under(sysdir)
+    want = "disk" if rot and not virtio else "file"
+    check(doc["order"] == want, f"--order auto chose {doc['order']}; rotating: {rot}, "
           f"virtio-blk: {virtio}")
     rc, out, err = run(["restore", "--fast", snap])
     check(rc == 0, f"restore: exit {rc}: {err!r}")
-    why = b"on virtio-blk" if rotating(t) and virtio else b"rotating disk"
+    why = b"on virtio-blk" if rot and virtio else b"rotating disk"
     check(b"order:          " + want.encode() in out and why in out,
           f"the order line does not say {want} ({why!r}):\n{out.decode()}")
 

@@ -2856,10 +2856,10 @@ static void settle(struct restore *c)
 
 /* ---- gentle by default ---- */
 
-/* Whether the block device dev (a disk or a partition) is a rotating one:
- * 1, 0, or -1 when it has no queue (not a block device: tmpfs, NFS,
- * overlayfs, btrfs's anonymous device). */
-static int rotating(dev_t dev)
+/* Whether the block device whose sysfs directory is dir (a disk or a
+ * partition) is a rotating one: 1, 0, or -1 when it has no queue (not a
+ * block device: tmpfs, NFS, overlayfs, btrfs's anonymous device). */
+static int rotating(const char *dir)
 {
 	char path[96];
 	int v = -1;
@@ -2868,8 +2868,7 @@ static int rotating(dev_t dev)
 		FILE *f;
 
 		/* the second: a partition's queue is its disk's */
-		snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/%squeue/rotational", major(dev),
-			 minor(dev), i ? "../" : "");
+		snprintf(path, sizeof(path), "%s/%squeue/rotational", dir, i ? "../" : "");
 		f = fopen(path, "re");
 		if (!f)
 			continue;
@@ -2940,11 +2939,12 @@ static void choose_order(struct restore *c)
 	if (c->order != ORDER_AUTO)
 		return;
 	c->order = ORDER_FILE;
-	if (fstat(c->bn.rootfd, &st) < 0 || rotating(st.st_dev) != 1) {
-		c->order_why = "file (auto: the root is not on a rotating disk)";
+	c->order_why = "file (auto: the root is not on a rotating disk)";
+	if (fstat(c->bn.rootfd, &st) < 0)
 		return;
-	}
 	snprintf(dir, sizeof(dir), "/sys/dev/block/%u:%u", major(st.st_dev), minor(st.st_dev));
+	if (rotating(dir) != 1)
+		return;
 	if (virtio_under(dir, 4)) {
 		c->order_why = "file (auto: the root is on virtio-blk, whose rotational flag says "
 			"nothing of the storage under it)";
