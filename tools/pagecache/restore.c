@@ -2812,6 +2812,10 @@ static void poll_resident(struct restore *c, double quiet)
 	bool ask = false, exact = false, can_ask = true;
 	int ret;
 
+	/* after rewarm(): pages below a memo may have been read again, and be
+	 * on their way still, which cachestat would count (below_present()):
+	 * the first poll measures whole */
+	c->nmemo = 0;
 	for (;;) {
 		uint64_t w, r, absent = UINT64_MAX;
 		bool unk;
