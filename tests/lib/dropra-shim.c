@@ -12,18 +12,19 @@
  * waits until its pages are up to date (5 s at most): the first poll finds
  * them missing, the next one finds them there.
  *
- * With $PC_SHIM_EVICT_BELOW set as well, the first cachestat(2) on that
- * file after the put-off call went out that starts at offset 0 and covers
- * less than the whole file first drops the file's first page with
+ * With $PC_SHIM_EVICT_BELOW set as well, the first pc_cachestat() call on
+ * that file after the put-off call went out that starts at offset 0 and
+ * covers less than the whole file first drops the file's first page with
  * POSIX_FADV_DONTNEED, as reclaim could between two polls. That is
- * restore's check that the pages below a poll's memo are still there: its
- * eviction watch's cachestat of the head of a file comes while it warms,
- * before the first sleep, and the pages its polls ask cachestat about are
- * missing ones, never the first page of a file up to date.
+ * restore's check that the pages below a poll's memo are still there: the
+ * library's own cachestat calls (pc_warm()'s) do not go through the
+ * exported pc_cachestat(); restore's eviction watch asks about the head
+ * of a file while it warms, before the first sleep; and the pages its
+ * polls ask about are missing ones, never the first page of a file up to
+ * date. The page's eviction is checked (mincore) before it is reported.
  */
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define NR_CACHESTAT 451
+#include <pagecache/pagecache.h>
 
 static int dropped; /* calls dropped so far (at most one) */
 static int deferred_fd = -1; /* a dup of the put-off call's fd, or -1 */
@@ -62,55 +63,52 @@ static int is_victim(int fd, char *path, size_t size)
 }
 
 /* Whether the pages of fd in [off, off + len) are all up to date in the
- * page cache (off a multiple of the page size, len at most 4 MiB). */
+ * page cache (off a multiple of the page size). */
 static int all_resident(int fd, off64_t off, size_t len)
 {
 	unsigned char vec[1024];
-	size_t n = (len + 4095) / 4096;
-	int all = 1;
-	void *m;
 
-	if (n > sizeof(vec))
-		return 0;
-	m = mmap(NULL, len, PROT_NONE, MAP_SHARED, fd, off);
-	if (m == MAP_FAILED)
-		return 0;
-	if (mincore(m, len, vec) < 0)
-		all = 0;
-	for (size_t i = 0; all && i < n; i++)
-		all = vec[i] & 1;
-	munmap(m, len);
-	return all;
+	while (len) {
+		size_t step = len < sizeof(vec) * 4096 ? len : sizeof(vec) * 4096;
+		void *m = mmap(NULL, step, PROT_NONE, MAP_SHARED, fd, off);
+		int all;
+
+		if (m == MAP_FAILED)
+			return 0;
+		all = mincore(m, step, vec) == 0;
+		for (size_t i = 0; all && i < (step + 4095) / 4096; i++)
+			all = vec[i] & 1;
+		munmap(m, step);
+		if (!all)
+			return 0;
+		off += (off64_t)step;
+		len -= step;
+	}
+	return 1;
 }
 
-/* glibc's syscall(): the number and up to six arguments, as longs */
-long syscall(long nr, ...)
+int pc_cachestat(int fd, uint64_t offset, uint64_t length, struct pc_cachestat *out)
 {
-	long (*real)(long, ...) = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall");
-	struct range {
-		uint64_t off, len;
-	} *r;
+	int (*real)(int, uint64_t, uint64_t, struct pc_cachestat *) =
+		(int (*)(int, uint64_t, uint64_t, struct pc_cachestat *))dlsym(RTLD_NEXT,
+										"pc_cachestat");
 	char path[4096];
 	struct stat st;
-	long a[6];
-	va_list ap;
 
-	va_start(ap, nr);
-	for (int i = 0; i < 6; i++)
-		a[i] = va_arg(ap, long);
-	va_end(ap);
-	r = (struct range *)a[1]; /* read only for cachestat's number */
-	if (nr == NR_CACHESTAT && getenv("PC_SHIM_EVICT_BELOW") && r &&
-	    __atomic_load_n(&issued, __ATOMIC_ACQUIRE) &&
-	    !__atomic_load_n(&evicted, __ATOMIC_RELAXED) && r->off == 0 &&
-	    fstat((int)a[0], &st) == 0 && r->len < (uint64_t)st.st_size &&
-	    is_victim((int)a[0], path, sizeof(path)) &&
+	if (getenv("PC_SHIM_EVICT_BELOW") && __atomic_load_n(&issued, __ATOMIC_ACQUIRE) &&
+	    !__atomic_load_n(&evicted, __ATOMIC_RELAXED) && offset == 0 && length &&
+	    fstat(fd, &st) == 0 && length < (uint64_t)st.st_size &&
+	    is_victim(fd, path, sizeof(path)) &&
 	    !__atomic_exchange_n(&evicted, 1, __ATOMIC_RELAXED)) {
-		posix_fadvise((int)a[0], 0, 4096, POSIX_FADV_DONTNEED);
-		fprintf(stderr, "dropra-shim: evicted the first page of %s before cachestat(0, %llu)\n",
-			path, (unsigned long long)r->len);
+		posix_fadvise(fd, 0, 4096, POSIX_FADV_DONTNEED);
+		/* a large folio over the first page stays: nothing evicted */
+		if (all_resident(fd, 0, 4096))
+			fprintf(stderr, "dropra-shim: could not evict the first page of %s\n", path);
+		else
+			fprintf(stderr, "dropra-shim: evicted the first page of %s before "
+				"pc_cachestat(0, %llu)\n", path, (unsigned long long)length);
 	}
-	return real(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+	return real(fd, offset, length, out);
 }
 
 ssize_t readahead(int fd, off64_t offset, size_t count)
@@ -124,11 +122,13 @@ ssize_t readahead(int fd, off64_t offset, size_t count)
 	    (!from || offset >= (off64_t)strtoll(from, NULL, 10)) &&
 	    is_victim(fd, path, sizeof(path)) &&
 	    !__atomic_exchange_n(&dropped, 1, __ATOMIC_RELAXED)) {
-		if (getenv("PC_SHIM_DEFER")) {
+		int dfd = getenv("PC_SHIM_DEFER") ? dup(fd) : -1;
+
+		if (dfd >= 0) {
 			/* restore's warming runs on one thread for one file */
 			deferred_off = offset;
 			deferred_count = count;
-			__atomic_store_n(&deferred_fd, dup(fd), __ATOMIC_RELEASE);
+			__atomic_store_n(&deferred_fd, dfd, __ATOMIC_RELEASE);
 			fprintf(stderr, "dropra-shim: put off readahead(%s, %lld, %zu)\n", path,
 				(long long)offset, count);
 			return 0;

@@ -2535,13 +2535,15 @@ static int64_t absent_in(struct restore *c, int fd, const struct pc_residency *r
  * Whether the wanted pages of the logged runs at runs_at (in c->log) below
  * page from are all still in the page cache, as cachestat counts them:
  * a poll from the memo at from found the rest complete, and mincore found
- * these up to date before, so being there is enough (cachestat counts a
- * page still being read in too, and none of these is). 0.2 ms for 4 GiB
- * of the kernel's large readahead folios where mincore takes 37; as
- * long as mincore for 4 KiB ones (15-32 ms). 1 when they are, 0 when not
- * or where cachestat cannot tell, or for more than MEMO_CHECK_RUNS runs
- * (measured whole then), -EIO when the log could not be read. The log is
- * left where it was.
+ * these up to date before, so being there is enough. cachestat counts a
+ * page still being read in too: none of these is, unless reclaim took one
+ * since and another reader is reading it again at this very moment (the
+ * restore's own rewarm() is covered: poll_resident() drops the memos).
+ * 0.2 ms for 4 GiB of the kernel's large readahead folios where mincore
+ * takes 37; as long as mincore for 4 KiB ones (15-32 ms). 1 when they
+ * are, 0 when not or where cachestat cannot tell, or for more than
+ * MEMO_CHECK_RUNS runs (measured whole then), -EIO when the log could not
+ * be read. The log is left where it was.
  */
 #define MEMO_CHECK_RUNS 64
 
@@ -2698,9 +2700,11 @@ static int measure(struct restore *c, bool exact, uint64_t *wanted, uint64_t *re
 			fr = 0;
 		}
 		/* complete from the memo: the pages below it still there, or
-		 * measured whole next time first */
+		 * measured whole next time first (also when pass 1 saw one
+		 * of its small runs not up to date: pass 2 counted the pages
+		 * below the memo without looking) */
 		if (state == FILE_PENDING && from && fr == fw) {
-			int below = below_present(c, fd, runs_at, from);
+			int below = missing ? 0 : below_present(c, fd, runs_at, from);
 
 			if (below < 0)
 				goto fail;
@@ -2839,12 +2843,14 @@ static void poll_resident(struct restore *c, double quiet)
 		c->use_memo = false;
 		if (ret < 0)
 			return;
+		/* complete from the memo: measured whole next (not the final
+		 * count yet, should that measure fail) */
+		if (r >= w && !unk && c->memo_unsure)
+			continue;
 		c->final_wanted = w;
 		c->final_resident = r;
 		c->final_unknown = unk;
 		t = now_seconds();
-		if (r >= w && !unk && c->memo_unsure)
-			continue; /* complete from the memo: measured whole next */
 		if (r >= w && !unk)
 			return; /* every file measured exactly, and complete */
 		if (unk || got_signal)
