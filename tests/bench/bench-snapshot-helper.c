@@ -7,7 +7,8 @@
  *   bench-snapshot-helper poll SNAPSHOT ROOT [TIMEOUT_S]
  *       poll mincore (pc_residency) until every page the snapshot records
  *       is resident under ROOT (or none arrived for 2 s); prints
- *       "resident=<percent> last=<epoch seconds when the count last grew>"
+ *       "resident=<percent> last=<epoch seconds when the count last grew>
+ *       first=<1 when the first pass found them all resident already>"
  *   bench-snapshot-helper willneed8 SNAPSHOT ROOT
  *       happycache's load: POSIX_FADV_WILLNEED on runs of at most 8 pages,
  *       one call each
@@ -132,10 +133,12 @@ static double wall(void)
  * growing for 2 s (pages that will not come), or timeout. Prints the
  * percentage and the wall-clock time at which the pass that saw the
  * count last grow began: about when the last page landed, whether or not
- * all did. */
+ * all did; and whether the first pass found every page resident (then
+ * they landed before this poll began: before the command's end). */
 static int cmd_poll(const char *snap, const char *root, double timeout)
 {
 	size_t n, left;
+	int passes = 0, first = 0;
 	struct file *files = load(snap, &n);
 	uint64_t want = 0, have = 0, partial = 0, prev = UINT64_MAX;
 	int dirfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -172,12 +175,14 @@ static int cmd_poll(const char *snap, const char *root, double timeout)
 			last = pass_wall;
 			last_mono = pass_mono;
 		}
+		if (++passes == 1)
+			first = !left;
 		if (!left || now() - t0 > timeout || now() - last_mono > 2.0)
 			break;
 		usleep(2000);
 	}
-	printf("resident=%.3f last=%.6f\n",
-	       want ? 100.0 * (double)(have + partial) / (double)want : 100.0, last);
+	printf("resident=%.3f last=%.6f first=%d\n",
+	       want ? 100.0 * (double)(have + partial) / (double)want : 100.0, last, first);
 	return 0;
 }
 

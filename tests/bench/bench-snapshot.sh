@@ -59,19 +59,23 @@ median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 # timed TARGET SNAP ROOT CMD...: evict TARGET, run CMD, poll until the
 # snapshot's pages are resident; prints "seconds resident%"
 timed() {
-	local target=$1 snap=$2 root=$3 t0 res last pct
+	local target=$1 snap=$2 root=$3 t0 t1 res last pct first
 	shift 3
 	evict "$target"
 	sleep 0.2
 	t0=$(now)
 	"$@" >/dev/null
-	res=$("$H" poll "$snap" "$root" 120)
-	# the time the last page landed (or the command's end, if later)
-	last=${res#*last=}
-	pct=${res%% *}
 	t1=$(now)
+	res=$("$H" poll "$snap" "$root" 120)
+	# the time the last page landed, or the command's end if they all had
+	# landed by then (the poll's first pass found them: a command that
+	# waits for its pages is not charged the poll's own start-up)
+	first=${res##*first=}
+	last=${res#*last=}
+	last=${last%% *}
+	pct=${res%% *}
 	# (a bare > in awk's printf would redirect its output to a file)
-	if awk "BEGIN { exit !($last > $t0) }"; then t1=$last; fi
+	if ((first == 0)) && awk "BEGIN { exit !($last > $t1) }"; then t1=$last; fi
 	echo "$(calc "$t1 - $t0") ${pct#resident=}"
 }
 
