@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "pc-private.h"
@@ -129,11 +130,20 @@ static uid_t overflow_uid_once(void)
  * 1000-1009, mincore faked every page). So the overflow id on an idmapped
  * mount (or one whose options cannot be read) is no owner; the write
  * permission test, which the kernel evaluates through the idmap, decides.
+ * The same on overlayfs: its mappings are of the layer's own file, which
+ * the gate judges through the layer's mount, and a layer's idmap shows in
+ * no mountinfo line of the overlay (seen on 6.18: root, a lower layer
+ * mapping only 1000-1009, every page faked, the overlay mount itself not
+ * idmapped).
  */
 static int owner_known(int fd, const struct stat *st)
 {
+	struct statfs sfs;
+
 	if (st->st_uid != overflow_uid_once())
 		return 1;
+	if (fstatfs(fd, &sfs) < 0 || (unsigned long)sfs.f_type == OVERLAYFS_SUPER_MAGIC)
+		return 0;
 	return mount_idmapped(fd, st) == 0;
 }
 

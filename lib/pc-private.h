@@ -13,6 +13,12 @@
 
 #define PC_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
+/* statfs's f_type of overlayfs: the backend's cachestat and the gate's
+ * owner treat it apart */
+#ifndef OVERLAYFS_SUPER_MAGIC
+#define OVERLAYFS_SUPER_MAGIC 0x794c7630
+#endif
+
 /* -errno from the last failed libc call, never 0. */
 static inline int pc_neg_errno(void)
 {

@@ -1289,6 +1289,65 @@ START_TEST(idmapped_mount_unmapped_owner_hides_from_root)
 }
 END_TEST
 
+/*
+ * The same file through an overlay whose lower layer is that idmapped
+ * mount. The overlay's own mount is not idmapped, and none of its
+ * mountinfo lines shows the layer's idmap, but mincore judges the layer's
+ * file through the layer's mount and fakes every page (seen on 6.18):
+ * pc_can_do_mincore() must say hidden there too (it said 1), and
+ * pc_residency() unknown.
+ */
+START_TEST(idmapped_layer_under_overlay_hides_from_root)
+{
+	static const uint64_t p[] = { 3, 9 };
+	char plain[4200], mapped[4200], over[4200], opts[13000];
+	const char *upper = sub("ovl-upper"), *work = sub("ovl-work"), *ovl = sub("ovl");
+	int ok = 0;
+
+	if (!idmapped_file("idmap-src3", "idmapped3", "root-0644", 0, "1000 5000 10\n",
+			   "idmapped_layer_under_overlay", plain, mapped))
+		return;
+	ck_assert_int_eq(mkdir_p(upper), 0);
+	ck_assert_int_eq(mkdir_p(work), 0);
+	ck_assert_int_eq(mkdir_p(ovl), 0);
+	snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s", sub("idmapped3"), upper,
+		 work);
+	if (mount("overlay", ovl, "overlay", 0, opts) < 0) {
+		pc_test_skip("idmapped_layer_under_overlay",
+			     "overlayfs refused an idmapped lower layer (before 5.19)");
+		undo_all();
+		return;
+	}
+	track_mount(ovl);
+	snprintf(over, sizeof(over), "%s/root-0644", ovl);
+	for (int attempt = 0; attempt < ATTEMPTS && !ok; attempt++) {
+		struct pc_residency *r = NULL;
+		unsigned char plain_v[16], over_v[16];
+		int fd, ofd;
+
+		set_pattern_path(plain, p, ARRAY_LEN(p));
+		fd = open(plain, O_RDONLY | O_CLOEXEC);
+		ofd = open(over, O_RDONLY | O_CLOEXEC);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_ge(ofd, 0);
+		mincore_fd(ofd, 16, over_v);
+		ck_assert_int_eq(pc_can_do_mincore(ofd), 0);
+		ck_assert_int_eq(pc_residency(ofd, 0, 0, 0, &r), 0);
+		ck_assert_int_eq(pc_residency_quality(r), PC_QUALITY_UNKNOWN);
+		pc_residency_free(r);
+		mincore_fd(fd, 16, plain_v);
+		close(ofd);
+		close(fd);
+		ok = vec_is_pattern(plain_v, 16, p, ARRAY_LEN(p));
+		if (ok) /* the kernel's fake, which the prediction now expects */
+			for (int i = 0; i < 16; i++)
+				ck_assert_msg(over_v[i] & 1, "page %d not faked", i);
+	}
+	ck_assert_msg(ok, "residency kept moving");
+	undo_all();
+}
+END_TEST
+
 /* ---- files larger than 4 GiB ---------------------------------------------- */
 
 START_TEST(file_beyond_4gib_pages_around_the_boundary)
@@ -1600,6 +1659,7 @@ int main(void)
 	tcase_add_test(mounts_tc, readonly_superblock_hides_from_writers_by_permission);
 	tcase_add_test(mounts_tc, idmapped_mount_owner_through_the_idmap);
 	tcase_add_test(mounts_tc, idmapped_mount_unmapped_owner_hides_from_root);
+	tcase_add_test(mounts_tc, idmapped_layer_under_overlay_hides_from_root);
 	tcase_set_timeout(mounts_tc, 60);
 	suite_add_tcase(s, mounts_tc);
 
