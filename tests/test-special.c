@@ -1297,7 +1297,7 @@ END_TEST
  * pc_can_do_mincore() must say hidden there too (it said 1), and
  * pc_residency() unknown.
  */
-START_TEST(idmapped_layer_under_overlay_hides_from_root)
+START_TEST(idmapped_mount_under_overlay_hides_from_root)
 {
 	static const uint64_t p[] = { 3, 9 };
 	char plain[4200], mapped[4200], over[4200], opts[13000];
@@ -1305,7 +1305,7 @@ START_TEST(idmapped_layer_under_overlay_hides_from_root)
 	int ok = 0;
 
 	if (!idmapped_file("idmap-src3", "idmapped3", "root-0644", 0, "1000 5000 10\n",
-			   "idmapped_layer_under_overlay", plain, mapped))
+			   "idmapped_mount_under_overlay", plain, mapped))
 		return;
 	ck_assert_int_eq(mkdir_p(upper), 0);
 	ck_assert_int_eq(mkdir_p(work), 0);
@@ -1313,7 +1313,7 @@ START_TEST(idmapped_layer_under_overlay_hides_from_root)
 	snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s", sub("idmapped3"), upper,
 		 work);
 	if (mount("overlay", ovl, "overlay", 0, opts) < 0) {
-		pc_test_skip("idmapped_layer_under_overlay",
+		pc_test_skip("idmapped_mount_under_overlay",
 			     "overlayfs refused an idmapped lower layer (before 5.19)");
 		undo_all();
 		return;
@@ -1659,7 +1659,7 @@ int main(void)
 	tcase_add_test(mounts_tc, readonly_superblock_hides_from_writers_by_permission);
 	tcase_add_test(mounts_tc, idmapped_mount_owner_through_the_idmap);
 	tcase_add_test(mounts_tc, idmapped_mount_unmapped_owner_hides_from_root);
-	tcase_add_test(mounts_tc, idmapped_layer_under_overlay_hides_from_root);
+	tcase_add_test(mounts_tc, idmapped_mount_under_overlay_hides_from_root);
 	tcase_set_timeout(mounts_tc, 60);
 	suite_add_tcase(s, mounts_tc);
 
