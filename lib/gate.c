@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/fsuid.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -330,27 +331,71 @@ static int mappable_file(int fd, struct stat *st)
 	return 0;
 }
 
+static int predict(int fd, const struct stat *st)
+{
+	if (owner_passes(fd, st) || fowner_passes(fd, st))
+		return 1;
+	return write_permission_passes(fd, st);
+}
+
 int pc_gate_predict(int fd)
 {
 	struct stat st;
 	int ret = mappable_file(fd, &st);
 
-	if (ret < 0)
-		return ret;
-	if (owner_passes(fd, &st) || fowner_passes(fd, &st))
-		return 1;
-	return write_permission_passes(fd, &st);
+	return ret < 0 ? ret : predict(fd, &st);
+}
+
+/*
+ * On overlayfs a mapping is of a layer's file, and the gate judges that
+ * file: maybe another inode (a metacopy file's data sits in a lower
+ * layer), through the layer's own mount (its idmap, its superblock's
+ * read-only flag), none of which fstat or faccessat on the overlay shows.
+ * Where the kernel fakes (PC_MINCORE_GATED_FAKED) and fd is open for
+ * reading, the kernel is asked instead: a page far past the end of the
+ * file, never cached, reads resident exactly when the answers are faked
+ * (seen on 6.18: a metacopy file chowned to uid 65534 through the overlay,
+ * its data root's 0644 file below, was predicted 1 for uid 65534, and
+ * every page was faked). 1 or 0; -1 where it cannot ask (not overlayfs,
+ * another mode, fd not open for reading).
+ */
+static int overlay_asked(int fd, const struct stat *st)
+{
+	long ps = pc_page_size();
+	unsigned char v = 0;
+	struct statfs sfs;
+	uint64_t page;
+	void *map;
+	int ret;
+
+	if (fstatfs(fd, &sfs) < 0 || (unsigned long)sfs.f_type != OVERLAYFS_SUPER_MAGIC ||
+	    pc_detect_mincore() != PC_MINCORE_GATED_FAKED || ps <= 0)
+		return -1;
+	/* past the end, a readahead window and any large folio */
+	page = pc_div_round_up((uint64_t)st->st_size, (uint64_t)ps) +
+	       (UINT64_C(2) << 20) / (uint64_t)ps + 1;
+	if (page > (uint64_t)INT64_MAX / (uint64_t)ps - 1)
+		return -1;
+	map = mmap(NULL, (size_t)ps, PROT_NONE, MAP_SHARED, fd, (off_t)(page * (uint64_t)ps));
+	if (map == MAP_FAILED)
+		return -1;
+	ret = mincore(map, (size_t)ps, &v) < 0 ? -1 : !(v & 1);
+	munmap(map, (size_t)ps);
+	return ret;
 }
 
 PC_EXPORT int pc_can_do_mincore(int fd)
 {
+	struct stat st;
+	int ret;
+
 	if (fd < 0)
 		return -EBADF;
-	if (pc_detect_mincore() == PC_MINCORE_FULL) {
-		struct stat st;
-		int ret = mappable_file(fd, &st);
-
-		return ret < 0 ? ret : 1;
-	}
-	return pc_gate_predict(fd);
+	ret = mappable_file(fd, &st);
+	if (ret < 0)
+		return ret;
+	if (pc_detect_mincore() == PC_MINCORE_FULL)
+		return 1;
+	ret = overlay_asked(fd, &st);
+	return ret >= 0 ? ret : predict(fd, &st);
 }

@@ -1348,6 +1348,68 @@ START_TEST(idmapped_mount_under_overlay_hides_from_root)
 }
 END_TEST
 
+/*
+ * A metacopy overlay: a file chowned to uid 65534 through it gets a
+ * metadata-only copy in the upper layer, and its data (so its mappings)
+ * stays root's 0644 file below. fstat and faccessat see uid 65534's file;
+ * the gate judges root's, and fakes every page for uid 65534 (seen on
+ * 6.18). pc_can_do_mincore() asks the kernel on overlayfs (a page past the
+ * end reads resident exactly when faked): 0 for uid 65534 (the prediction
+ * said 1), 1 for root; pc_residency() unknown for uid 65534.
+ */
+START_TEST(overlay_metacopy_data_below_hides)
+{
+	static const uint64_t p[] = { 2, 11 };
+	const char *lower = sub("meta-lower"), *upper = sub("meta-upper");
+	const char *work = sub("meta-work"), *ovl = sub("meta-ovl");
+	char plain[4200], over[4200], opts[13000];
+	struct nobody_out o;
+	struct stat st;
+	int ok = 0;
+
+	ck_assert_int_eq(mkdir_p(lower), 0);
+	ck_assert_int_eq(mkdir_p(upper), 0);
+	ck_assert_int_eq(mkdir_p(work), 0);
+	ck_assert_int_eq(mkdir_p(ovl), 0);
+	snprintf(plain, sizeof(plain), "%s/root-0644", lower);
+	make_file(plain, 16, 0644);
+	ck_assert_int_eq(chown(plain, 0, 0), 0);
+	snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s,metacopy=on", lower,
+		 upper, work);
+	if (mount("overlay", ovl, "overlay", 0, opts) < 0) {
+		pc_test_skip("overlay_metacopy", "overlayfs refused metacopy=on");
+		return;
+	}
+	track_mount(ovl);
+	snprintf(over, sizeof(over), "%s/root-0644", ovl);
+	ck_assert_int_eq(chown(over, PC_TEST_NOBODY, PC_TEST_NOBODY), 0);
+	ck_assert_int_eq(stat(over, &st), 0);
+	ck_assert_uint_eq(st.st_uid, PC_TEST_NOBODY);
+	ck_assert_int_eq(stat(plain, &st), 0);
+	ck_assert_uint_eq(st.st_uid, 0);
+	for (int attempt = 0; attempt < ATTEMPTS && !ok; attempt++) {
+		unsigned char v[16];
+		int fd, ofd;
+
+		set_pattern_path(plain, p, ARRAY_LEN(p));
+		as_nobody(over, -1, 0, &o);
+		ofd = open(over, O_RDONLY | O_CLOEXEC);
+		ck_assert_int_ge(ofd, 0);
+		ck_assert_int_eq(pc_can_do_mincore(ofd), 1);
+		close(ofd);
+		fd = open(plain, O_RDONLY | O_CLOEXEC);
+		ck_assert_int_ge(fd, 0);
+		mincore_fd(fd, 16, v);
+		close(fd);
+		ok = vec_is_pattern(v, 16, p, ARRAY_LEN(p));
+	}
+	ck_assert_msg(ok, "residency kept moving");
+	ck_assert_int_eq(o.can_do, 0);
+	assert_unknown(&o.s, 16);
+	undo_all();
+}
+END_TEST
+
 /* ---- files larger than 4 GiB ---------------------------------------------- */
 
 START_TEST(file_beyond_4gib_pages_around_the_boundary)
@@ -1660,6 +1722,7 @@ int main(void)
 	tcase_add_test(mounts_tc, idmapped_mount_owner_through_the_idmap);
 	tcase_add_test(mounts_tc, idmapped_mount_unmapped_owner_hides_from_root);
 	tcase_add_test(mounts_tc, idmapped_mount_under_overlay_hides_from_root);
+	tcase_add_test(mounts_tc, overlay_metacopy_data_below_hides);
 	tcase_set_timeout(mounts_tc, 60);
 	suite_add_tcase(s, mounts_tc);
 
