@@ -356,31 +356,44 @@ int pc_gate_predict(int fd)
  * file, never cached, reads resident exactly when the answers are faked
  * (seen on 6.18: a metacopy file chowned to uid 65534 through the overlay,
  * its data root's 0644 file below, was predicted 1 for uid 65534, and
- * every page was faked). 1 or 0; -1 where it cannot ask (not overlayfs,
- * another mode, fd not open for reading).
+ * every page was faked). Regular files only: a block device's fstat size
+ * is 0, and the page would be one it may cache. A file grown past the page
+ * meanwhile (it read 1) is not asked. The mapping updates the file's atime
+ * where an overlay's mmap does (relatime). 1 or 0; NOT_ASKED where it
+ * cannot ask (not overlayfs, another mode, fd not open for reading, the
+ * file grew); -ENOMEM and the like, the process short of memory.
  */
+#define NOT_ASKED 2
+
 static int overlay_asked(int fd, const struct stat *st)
 {
 	long ps = pc_page_size();
 	unsigned char v = 0;
 	struct statfs sfs;
+	struct stat now;
 	uint64_t page;
 	void *map;
 	int ret;
 
-	if (fstatfs(fd, &sfs) < 0 || (unsigned long)sfs.f_type != OVERLAYFS_SUPER_MAGIC ||
+	if (!S_ISREG(st->st_mode) || fstatfs(fd, &sfs) < 0 ||
+	    (unsigned long)sfs.f_type != OVERLAYFS_SUPER_MAGIC ||
 	    pc_detect_mincore() != PC_MINCORE_GATED_FAKED || ps <= 0)
-		return -1;
+		return NOT_ASKED;
 	/* past the end, a readahead window and any large folio */
 	page = pc_div_round_up((uint64_t)st->st_size, (uint64_t)ps) +
 	       (UINT64_C(2) << 20) / (uint64_t)ps + 1;
 	if (page > (uint64_t)INT64_MAX / (uint64_t)ps - 1)
-		return -1;
+		return NOT_ASKED;
 	map = mmap(NULL, (size_t)ps, PROT_NONE, MAP_SHARED, fd, (off_t)(page * (uint64_t)ps));
 	if (map == MAP_FAILED)
-		return -1;
-	ret = mincore(map, (size_t)ps, &v) < 0 ? -1 : !(v & 1);
+		return pc_err_is_resource(pc_neg_errno()) ? pc_neg_errno() : NOT_ASKED;
+	ret = mincore(map, (size_t)ps, &v) < 0 ? pc_neg_errno() : !(v & 1);
 	munmap(map, (size_t)ps);
+	if (ret < 0)
+		return pc_err_is_resource(ret) ? ret : NOT_ASKED;
+	/* faked, or a page of a file grown that far */
+	if (ret == 0 && (fstat(fd, &now) < 0 || (uint64_t)now.st_size > page * (uint64_t)ps))
+		return NOT_ASKED;
 	return ret;
 }
 
@@ -397,5 +410,5 @@ PC_EXPORT int pc_can_do_mincore(int fd)
 	if (pc_detect_mincore() == PC_MINCORE_FULL)
 		return 1;
 	ret = overlay_asked(fd, &st);
-	return ret >= 0 ? ret : predict(fd, &st);
+	return ret == NOT_ASKED ? predict(fd, &st) : ret;
 }

@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <sys/xattr.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1359,13 +1360,12 @@ END_TEST
  */
 START_TEST(overlay_metacopy_data_below_hides)
 {
-	static const uint64_t p[] = { 2, 11 };
 	const char *lower = sub("meta-lower"), *upper = sub("meta-upper");
 	const char *work = sub("meta-work"), *ovl = sub("meta-ovl");
-	char plain[4200], over[4200], opts[13000];
+	char plain[4200], over[4200], up[4200], opts[13000];
 	struct nobody_out o;
 	struct stat st;
-	int ok = 0;
+	int ofd;
 
 	ck_assert_int_eq(mkdir_p(lower), 0);
 	ck_assert_int_eq(mkdir_p(upper), 0);
@@ -1377,35 +1377,33 @@ START_TEST(overlay_metacopy_data_below_hides)
 	snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s,metacopy=on", lower,
 		 upper, work);
 	if (mount("overlay", ovl, "overlay", 0, opts) < 0) {
-		pc_test_skip("overlay_metacopy", "overlayfs refused metacopy=on");
+		/* metacopy=on is known since 4.19; older kernels say EINVAL */
+		ck_assert_msg(errno == EINVAL, "overlayfs mount: %s", strerror(errno));
+		pc_test_skip("overlay_metacopy", "overlayfs refused metacopy=on (EINVAL)");
 		return;
 	}
 	track_mount(ovl);
 	snprintf(over, sizeof(over), "%s/root-0644", ovl);
 	ck_assert_int_eq(chown(over, PC_TEST_NOBODY, PC_TEST_NOBODY), 0);
+	/* a copy-up of the metadata alone, or overlayfs turned metacopy off
+	 * (an upper layer without trusted xattrs): then nothing to test */
+	snprintf(up, sizeof(up), "%s/root-0644", upper);
+	if (getxattr(up, "trusted.overlay.metacopy", NULL, 0) < 0) {
+		pc_test_skip("overlay_metacopy", "the chown copied the data up (no metacopy)");
+		undo_all();
+		return;
+	}
 	ck_assert_int_eq(stat(over, &st), 0);
 	ck_assert_uint_eq(st.st_uid, PC_TEST_NOBODY);
 	ck_assert_int_eq(stat(plain, &st), 0);
 	ck_assert_uint_eq(st.st_uid, 0);
-	for (int attempt = 0; attempt < ATTEMPTS && !ok; attempt++) {
-		unsigned char v[16];
-		int fd, ofd;
-
-		set_pattern_path(plain, p, ARRAY_LEN(p));
-		as_nobody(over, -1, 0, &o);
-		ofd = open(over, O_RDONLY | O_CLOEXEC);
-		ck_assert_int_ge(ofd, 0);
-		ck_assert_int_eq(pc_can_do_mincore(ofd), 1);
-		close(ofd);
-		fd = open(plain, O_RDONLY | O_CLOEXEC);
-		ck_assert_int_ge(fd, 0);
-		mincore_fd(fd, 16, v);
-		close(fd);
-		ok = vec_is_pattern(v, 16, p, ARRAY_LEN(p));
-	}
-	ck_assert_msg(ok, "residency kept moving");
+	as_nobody(over, -1, 0, &o);
 	ck_assert_int_eq(o.can_do, 0);
 	assert_unknown(&o.s, 16);
+	ofd = open(over, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(ofd, 0);
+	ck_assert_int_eq(pc_can_do_mincore(ofd), 1);
+	close(ofd);
 	undo_all();
 }
 END_TEST
