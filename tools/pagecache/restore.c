@@ -894,6 +894,20 @@ static bool mincore_truthful_everywhere(void)
 	return cap_effective(CAP_FOWNER) && initial_user_ns();
 }
 
+/*
+ * Whether the root is on overlayfs: mappings there are of a layer's file,
+ * which the gate judges through the layer's mount and, for a metacopy
+ * file, another inode than fstat shows (its data below): no answer for
+ * every file there, pc_can_do_mincore() asks the kernel file by file.
+ */
+static bool root_on_overlayfs(const struct restore *c)
+{
+	struct statfs sfs;
+
+	return fstatfs(c->bn.rootfd, &sfs) < 0 ||
+	       sfs.f_type == (typeof(sfs.f_type))OVERLAYFS_SUPER_MAGIC;
+}
+
 /* The id the kernel shows for ids without a mapping (65534 unless changed). */
 static uid_t overflow_uid(void)
 {
@@ -3359,7 +3373,7 @@ int cmd_restore(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 
 	kept_init(&c);
-	c.mincore_everywhere = mincore_truthful_everywhere();
+	c.mincore_everywhere = mincore_truthful_everywhere() && !root_on_overlayfs(&c);
 	c.overflow_uid = overflow_uid();
 	progress_init(&c.progress, !c.quiet && !c.json && isatty(STDERR_FILENO));
 	c.start = now_seconds();
