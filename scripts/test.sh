@@ -12,7 +12,7 @@
 #             the unit, kernel and root suites; any report fails the stage
 #   helgrind  valgrind --tool=helgrind on the threads test (in build/)
 #   fuzz      a clang build-fuzz/ with -Dfuzzing=true, then each libFuzzer
-#             target fuzz/fuzz-* for PC_FUZZ_SECONDS (default 30), one per
+#             target fuzz/fuzz-* for PC_FUZZ_SECONDS (default 20), one per
 #             core side by side, over a copy of its seeds
 #             fuzz/corpus/<target> (the tree's corpus
 #             never grows here); a crash, leak or timeout fails the stage
@@ -201,7 +201,7 @@ fi
 # "key = value" lines of fuzz/<target>.options as -key=value.
 run_fuzz_stage() {
 	local name=fuzz dir=build-fuzz start result=PASS passed=0 failed=0
-	local seconds=${PC_FUZZ_SECONDS:-30}
+	local seconds=${PC_FUZZ_SECONDS:-20}
 	start=$(now)
 	printf '\n==== stage %s ====\n' "$name"
 
