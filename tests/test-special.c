@@ -1244,6 +1244,66 @@ START_TEST(idmapped_mount_owner_through_the_idmap)
 END_TEST
 
 /*
+ * root sees the 16-page file by its plain path, and through hidden the
+ * kernel fakes every page of the same inode: pc_can_do_mincore() says
+ * hidden there and pc_residency() unknown, visible by the plain path.
+ * With pages p of it resident; tried again while reclaim moves them.
+ */
+static void assert_faked_for_root(const char *plain, const char *hidden, const uint64_t *p,
+				  size_t np)
+{
+	int ok = 0;
+
+	for (int attempt = 0; attempt < ATTEMPTS && !ok; attempt++) {
+		struct pc_residency *r = NULL;
+		unsigned char plain_v[16], hidden_v[16];
+		int fd, hfd;
+
+		set_pattern_path(plain, p, np);
+		fd = open(plain, O_RDONLY | O_CLOEXEC);
+		hfd = open(hidden, O_RDONLY | O_CLOEXEC);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_ge(hfd, 0);
+		mincore_fd(hfd, 16, hidden_v);
+		ck_assert_int_eq(pc_can_do_mincore(hfd), 0);
+		ck_assert_int_eq(pc_residency(hfd, 0, 0, 0, &r), 0);
+		ck_assert_int_eq(pc_residency_quality(r), PC_QUALITY_UNKNOWN);
+		pc_residency_free(r);
+		ck_assert_int_eq(pc_can_do_mincore(fd), 1);
+		mincore_fd(fd, 16, plain_v);
+		close(hfd);
+		close(fd);
+		ok = vec_is_pattern(plain_v, 16, p, np);
+		if (ok) /* the kernel's fake, which the prediction now expects */
+			for (int i = 0; i < 16; i++)
+				ck_assert_msg(hidden_v[i] & 1, "page %d not faked", i);
+	}
+	ck_assert_msg(ok, "residency kept moving");
+}
+
+/*
+ * An overlay of lower mounted at dir (its upper and work layers at
+ * dir-upper and dir-work) with extra options (or ""), tracked for
+ * undo_all(); 0, or -errno from mount(2).
+ */
+static int overlay_mount(const char *lower, const char *dir, const char *extra)
+{
+	char upper[4200], work[4200], opts[13000];
+
+	snprintf(upper, sizeof(upper), "%s-upper", dir);
+	snprintf(work, sizeof(work), "%s-work", dir);
+	ck_assert_int_eq(mkdir_p(upper), 0);
+	ck_assert_int_eq(mkdir_p(work), 0);
+	ck_assert_int_eq(mkdir_p(dir), 0);
+	snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s%s", lower, upper, work,
+		 extra);
+	if (mount("overlay", dir, "overlay", 0, opts) < 0)
+		return -errno;
+	track_mount(dir);
+	return 0;
+}
+
+/*
  * An owner the mount's idmap does not map shows as the overflow id, and the
  * gate finds no owner: root's CAP_FOWNER does not pass, and a 0644 file's
  * pages are faked even for root (seen on 6.18). pc_can_do_mincore() says
@@ -1254,38 +1314,13 @@ START_TEST(idmapped_mount_unmapped_owner_hides_from_root)
 {
 	static const uint64_t p[] = { 1, 5 };
 	char plain[4200], mapped[4200];
-	int ok = 0;
 
 	/* only 1000-1009 are mapped: on-disk uid 0 has no owner through it,
 	 * and shows as the overflow id */
 	if (!idmapped_file("idmap-src2", "idmapped2", "root-0644", 0, "1000 5000 10\n",
 			   "idmapped_mount_unmapped_owner", plain, mapped))
 		return;
-	for (int attempt = 0; attempt < ATTEMPTS && !ok; attempt++) {
-		struct pc_residency *r = NULL;
-		unsigned char plain_v[16], mapped_v[16];
-		int fd, mfd;
-
-		set_pattern_path(plain, p, ARRAY_LEN(p));
-		fd = open(plain, O_RDONLY | O_CLOEXEC);
-		mfd = open(mapped, O_RDONLY | O_CLOEXEC);
-		ck_assert_int_ge(fd, 0);
-		ck_assert_int_ge(mfd, 0);
-		mincore_fd(mfd, 16, mapped_v);
-		ck_assert_int_eq(pc_can_do_mincore(mfd), 0);
-		ck_assert_int_eq(pc_residency(mfd, 0, 0, 0, &r), 0);
-		ck_assert_int_eq(pc_residency_quality(r), PC_QUALITY_UNKNOWN);
-		pc_residency_free(r);
-		ck_assert_int_eq(pc_can_do_mincore(fd), 1);
-		mincore_fd(fd, 16, plain_v);
-		close(mfd);
-		close(fd);
-		ok = vec_is_pattern(plain_v, 16, p, ARRAY_LEN(p));
-		if (ok) /* the kernel's fake, which the prediction now expects */
-			for (int i = 0; i < 16; i++)
-				ck_assert_msg(mapped_v[i] & 1, "page %d not faked", i);
-	}
-	ck_assert_msg(ok, "residency kept moving");
+	assert_faked_for_root(plain, mapped, p, ARRAY_LEN(p));
 	undo_all();
 }
 END_TEST
@@ -1301,50 +1336,20 @@ END_TEST
 START_TEST(idmapped_mount_under_overlay_hides_from_root)
 {
 	static const uint64_t p[] = { 3, 9 };
-	char plain[4200], mapped[4200], over[4200], opts[13000];
-	const char *upper = sub("ovl-upper"), *work = sub("ovl-work"), *ovl = sub("ovl");
-	int ok = 0;
+	const char *ovl = sub("ovl");
+	char plain[4200], mapped[4200], over[4200];
 
 	if (!idmapped_file("idmap-src3", "idmapped3", "root-0644", 0, "1000 5000 10\n",
 			   "idmapped_mount_under_overlay", plain, mapped))
 		return;
-	ck_assert_int_eq(mkdir_p(upper), 0);
-	ck_assert_int_eq(mkdir_p(work), 0);
-	ck_assert_int_eq(mkdir_p(ovl), 0);
-	snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s", sub("idmapped3"), upper,
-		 work);
-	if (mount("overlay", ovl, "overlay", 0, opts) < 0) {
+	if (overlay_mount(sub("idmapped3"), ovl, "") < 0) {
 		pc_test_skip("idmapped_mount_under_overlay",
 			     "overlayfs refused an idmapped lower layer (before 5.19)");
 		undo_all();
 		return;
 	}
-	track_mount(ovl);
 	snprintf(over, sizeof(over), "%s/root-0644", ovl);
-	for (int attempt = 0; attempt < ATTEMPTS && !ok; attempt++) {
-		struct pc_residency *r = NULL;
-		unsigned char plain_v[16], over_v[16];
-		int fd, ofd;
-
-		set_pattern_path(plain, p, ARRAY_LEN(p));
-		fd = open(plain, O_RDONLY | O_CLOEXEC);
-		ofd = open(over, O_RDONLY | O_CLOEXEC);
-		ck_assert_int_ge(fd, 0);
-		ck_assert_int_ge(ofd, 0);
-		mincore_fd(ofd, 16, over_v);
-		ck_assert_int_eq(pc_can_do_mincore(ofd), 0);
-		ck_assert_int_eq(pc_residency(ofd, 0, 0, 0, &r), 0);
-		ck_assert_int_eq(pc_residency_quality(r), PC_QUALITY_UNKNOWN);
-		pc_residency_free(r);
-		mincore_fd(fd, 16, plain_v);
-		close(ofd);
-		close(fd);
-		ok = vec_is_pattern(plain_v, 16, p, ARRAY_LEN(p));
-		if (ok) /* the kernel's fake, which the prediction now expects */
-			for (int i = 0; i < 16; i++)
-				ck_assert_msg(over_v[i] & 1, "page %d not faked", i);
-	}
-	ck_assert_msg(ok, "residency kept moving");
+	assert_faked_for_root(plain, over, p, ARRAY_LEN(p));
 	undo_all();
 }
 END_TEST
@@ -1360,34 +1365,28 @@ END_TEST
  */
 START_TEST(overlay_metacopy_data_below_hides)
 {
-	const char *lower = sub("meta-lower"), *upper = sub("meta-upper");
-	const char *work = sub("meta-work"), *ovl = sub("meta-ovl");
-	char plain[4200], over[4200], up[4200], opts[13000];
+	const char *lower = sub("meta-lower"), *ovl = sub("meta-ovl");
+	char plain[4200], over[4200], up[4200];
 	struct nobody_out o;
 	struct stat st;
-	int ofd;
+	int ofd, ret;
 
 	ck_assert_int_eq(mkdir_p(lower), 0);
-	ck_assert_int_eq(mkdir_p(upper), 0);
-	ck_assert_int_eq(mkdir_p(work), 0);
-	ck_assert_int_eq(mkdir_p(ovl), 0);
 	snprintf(plain, sizeof(plain), "%s/root-0644", lower);
 	make_file(plain, 16, 0644);
 	ck_assert_int_eq(chown(plain, 0, 0), 0);
-	snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s,metacopy=on", lower,
-		 upper, work);
-	if (mount("overlay", ovl, "overlay", 0, opts) < 0) {
+	ret = overlay_mount(lower, ovl, ",metacopy=on");
+	if (ret < 0) {
 		/* metacopy=on is known since 4.19; older kernels say EINVAL */
-		ck_assert_msg(errno == EINVAL, "overlayfs mount: %s", strerror(errno));
+		ck_assert_msg(ret == -EINVAL, "overlayfs mount: %s", strerror(-ret));
 		pc_test_skip("overlay_metacopy", "overlayfs refused metacopy=on (EINVAL)");
 		return;
 	}
-	track_mount(ovl);
 	snprintf(over, sizeof(over), "%s/root-0644", ovl);
 	ck_assert_int_eq(chown(over, PC_TEST_NOBODY, PC_TEST_NOBODY), 0);
 	/* a copy-up of the metadata alone, or overlayfs turned metacopy off
 	 * (an upper layer without trusted xattrs): then nothing to test */
-	snprintf(up, sizeof(up), "%s/root-0644", upper);
+	snprintf(up, sizeof(up), "%s-upper/root-0644", ovl);
 	if (getxattr(up, "trusted.overlay.metacopy", NULL, 0) < 0) {
 		pc_test_skip("overlay_metacopy", "the chown copied the data up (no metacopy)");
 		undo_all();
