@@ -122,6 +122,16 @@ static uid_t overflow_uid_once(void)
 	return (uid_t)id;
 }
 
+/* 1 if fd's file is on overlayfs, 0 if not, -1 if fstatfs cannot tell. */
+static int on_overlayfs(int fd)
+{
+	struct statfs sfs;
+
+	if (fstatfs(fd, &sfs) < 0)
+		return -1;
+	return (unsigned long)sfs.f_type == OVERLAYFS_SUPER_MAGIC;
+}
+
 /*
  * Whether fstat's uid is the file's owner as the gate sees it. An idmapped
  * mount shows an owner its idmap does not map as the overflow id, and the
@@ -139,11 +149,9 @@ static uid_t overflow_uid_once(void)
  */
 static int owner_known(int fd, const struct stat *st)
 {
-	struct statfs sfs;
-
 	if (st->st_uid != overflow_uid_once())
 		return 1;
-	if (fstatfs(fd, &sfs) < 0 || (unsigned long)sfs.f_type == OVERLAYFS_SUPER_MAGIC)
+	if (on_overlayfs(fd) != 0)
 		return 0;
 	return mount_idmapped(fd, st) == 0;
 }
@@ -369,14 +377,12 @@ static int overlay_asked(int fd, const struct stat *st)
 {
 	long ps = pc_page_size();
 	unsigned char v = 0;
-	struct statfs sfs;
 	struct stat now;
 	uint64_t page;
 	void *map;
 	int ret;
 
-	if (!S_ISREG(st->st_mode) || fstatfs(fd, &sfs) < 0 ||
-	    (unsigned long)sfs.f_type != OVERLAYFS_SUPER_MAGIC ||
+	if (!S_ISREG(st->st_mode) || on_overlayfs(fd) != 1 ||
 	    pc_detect_mincore() != PC_MINCORE_GATED_FAKED || ps <= 0)
 		return NOT_ASKED;
 	/* past the end, a readahead window and any large folio */

@@ -894,18 +894,14 @@ static bool mincore_truthful_everywhere(void)
 	return cap_effective(CAP_FOWNER) && initial_user_ns();
 }
 
-/*
- * Whether the root is on overlayfs: mappings there are of a layer's file,
- * which the gate judges through the layer's mount and, for a metacopy
- * file, another inode than fstat shows (its data below): no answer for
- * every file there, pc_can_do_mincore() asks the kernel file by file.
- */
-static bool root_on_overlayfs(const struct restore *c)
+/* 1 if fd's file is on overlayfs, 0 if not, -1 if fstatfs cannot tell. */
+static int on_overlayfs(int fd)
 {
 	struct statfs sfs;
 
-	return fstatfs(c->bn.rootfd, &sfs) < 0 ||
-	       sfs.f_type == (typeof(sfs.f_type))OVERLAYFS_SUPER_MAGIC;
+	if (fstatfs(fd, &sfs) < 0)
+		return -1;
+	return sfs.f_type == (typeof(sfs.f_type))OVERLAYFS_SUPER_MAGIC;
 }
 
 /* The id the kernel shows for ids without a mapping (65534 unless changed). */
@@ -2506,10 +2502,7 @@ static int quick_look(struct restore *c, int fd, struct pc_run run, bool truthfu
  * overlayfs (it counts the overlay inode's own, empty, mapping there). */
 static bool cachestat_counts(const struct restore *c, int fd)
 {
-	struct statfs sfs;
-
-	return c->cachestat_ok && fstatfs(fd, &sfs) == 0 &&
-	       sfs.f_type != (typeof(sfs.f_type))OVERLAYFS_SUPER_MAGIC;
+	return c->cachestat_ok && on_overlayfs(fd) == 0;
 }
 
 /*
@@ -3373,7 +3366,11 @@ int cmd_restore(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 
 	kept_init(&c);
-	c.mincore_everywhere = mincore_truthful_everywhere() && !root_on_overlayfs(&c);
+	/* a root on overlayfs (or where fstatfs cannot tell): mappings there
+	 * are of a layer's file, which the gate judges through the layer's
+	 * mount and, for a metacopy file, another inode than fstat shows (its
+	 * data below): pc_can_do_mincore() asks the kernel file by file */
+	c.mincore_everywhere = mincore_truthful_everywhere() && on_overlayfs(c.bn.rootfd) == 0;
 	c.overflow_uid = overflow_uid();
 	progress_init(&c.progress, !c.quiet && !c.json && isatty(STDERR_FILENO));
 	c.start = now_seconds();
