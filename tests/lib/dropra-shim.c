@@ -22,8 +22,17 @@
  * of a file while it warms, before the first sleep; and the pages its
  * polls ask about are missing ones, never the first page of a file up to
  * date. The page's eviction is checked (mincore) before it is reported.
+ *
+ * Restore reads small files through a map of them (its jobs_do_chunk()):
+ * the victim's runs mapped with MAP_FIXED, then one madvise(MADV_WILLNEED)
+ * over many files. The shim notes where the victim's runs are mapped, and
+ * the first such madvise that covers them goes through for the rest of
+ * its range only: the victim's pages there are dropped, as above. mmap
+ * and madvise go to the kernel by syscall(2) (no dlsym(), which may
+ * allocate, and so map, itself).
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,6 +40,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -160,4 +170,55 @@ int nanosleep(const struct timespec *req, struct timespec *rem)
 			(long long)deferred_off, deferred_count);
 	}
 	return real(req, rem);
+}
+
+/* The victim's runs as restore mapped them with MAP_FIXED (the first 8). */
+#define VICTIM_MAPS 8
+static uintptr_t victim_lo[VICTIM_MAPS], victim_hi[VICTIM_MAPS];
+static int victim_maps;
+
+void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	long ret = syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+	char path[4096];
+
+	if (ret == -1)
+		return MAP_FAILED; /* errno set */
+	if (fd >= 0 && (flags & MAP_FIXED) && is_victim(fd, path, sizeof(path))) {
+		int i = __atomic_fetch_add(&victim_maps, 1, __ATOMIC_RELAXED);
+
+		if (i < VICTIM_MAPS) {
+			victim_lo[i] = (uintptr_t)ret;
+			victim_hi[i] = (uintptr_t)ret + len;
+		}
+	}
+	return (void *)ret;
+}
+
+int madvise(void *addr, size_t len, int advice)
+{
+	uintptr_t lo = (uintptr_t)addr, hi = lo + len, at = lo;
+	int n = __atomic_load_n(&victim_maps, __ATOMIC_RELAXED), hit = 0;
+
+	if (advice != MADV_WILLNEED || __atomic_load_n(&dropped, __ATOMIC_RELAXED))
+		return (int)syscall(SYS_madvise, addr, len, advice);
+	n = n < VICTIM_MAPS ? n : VICTIM_MAPS;
+	for (int i = 0; i < n; i++)
+		hit |= victim_lo[i] < hi && victim_hi[i] > lo;
+	if (!hit || __atomic_exchange_n(&dropped, 1, __ATOMIC_RELAXED))
+		return (int)syscall(SYS_madvise, addr, len, advice);
+	/* the range in pieces around the victim's runs (in address order:
+	 * restore maps a file's runs one after the other) */
+	for (int i = 0; i < n; i++) {
+		if (victim_hi[i] <= lo || victim_lo[i] >= hi)
+			continue;
+		if (victim_lo[i] > at)
+			syscall(SYS_madvise, (void *)at, victim_lo[i] - at, advice);
+		fprintf(stderr, "dropra-shim: dropped madvise(%#lx, %zu) of the victim's run\n",
+			(unsigned long)victim_lo[i], (size_t)(victim_hi[i] - victim_lo[i]));
+		at = victim_hi[i] > at ? victim_hi[i] : at;
+	}
+	if (at < hi)
+		syscall(SYS_madvise, (void *)at, hi - at, advice);
+	return 0;
 }

@@ -49,6 +49,9 @@
 #define CHANGED_NAMES 20
 #define PRECHECK_RUNS 8 /* runs per file measure() asks cachestat about */
 #define QUICK_RUN_BYTES (256 * 1024) /* the largest run quick_look() reads */
+#define MAP_REGS 4 /* batches' maps alive at once: EARLY_LAG + 2 */
+#define MAP_CHUNK_JOBS 32 /* jobs a worker takes at a time (jobs_do_chunk()) */
+#define MAP_CHUNK_PAGES (MAP_CHUNK_JOBS * PRECHECK_RUNS * (QUICK_RUN_BYTES / 4096))
 
 enum stop { STOP_NONE, STOP_BUDGET, STOP_EVICTING, STOP_SIGNAL };
 
@@ -176,6 +179,15 @@ struct restore {
 	/* small files looked at early (early_confirm()), by batch */
 	struct early *early;
 	size_t nearly;
+	/* batches' maps (jobs_do_chunk()), kept for their files' early look */
+	struct mapreg {
+		char *base;
+		uint64_t pages;
+		uint64_t batch;    /* c->batches when its batch was accounted */
+	} reg[MAP_REGS];
+	size_t nreg;
+	unsigned char *mapvec;     /* mincore's answer for a whole map */
+	uint64_t mapvec_cap;       /* pages */
 	uint64_t batches;          /* batches of files flushed so far */
 	char *scratch;             /* quick_look()'s reads land here */
 	bool mincore_everywhere;   /* ... about every file (mincore_truthful()) */
@@ -849,6 +861,7 @@ struct early {
 	uint64_t batch;
 	bool truthful;             /* mincore tells the truth about it */
 	signed char seen;          /* early_look_mapped(): 1 complete, 0 not, -1 not asked */
+	const char *map;           /* its runs in a batch's map (job_map()); NULL: none */
 	unsigned int nruns;
 	struct pc_run run[PRECHECK_RUNS];
 };
@@ -943,13 +956,15 @@ static bool mincore_truthful(const struct restore *c, int fd, uid_t owner)
 	return pc_can_do_mincore(fd) == 1;
 }
 
-/* Queue logged file i (its fd kept) for a look, if its runs are few and small. */
+/* Queue logged file i (its fd kept) for a look, if its runs are few and
+ * small; map: its runs side by side in a batch's map (job_map()), or NULL. */
 static void early_add(struct restore *c, size_t i, const struct pc_run *runs, size_t n,
-		      uid_t owner)
+		      uid_t owner, const char *map)
 {
 	struct early *e;
 
-	if (!n || n > PRECHECK_RUNS || kept_fd(c, i) < 0 || c->nearly == EARLY_FILES)
+	/* a file in a map is looked at there: without its fd */
+	if (!n || n > PRECHECK_RUNS || (kept_fd(c, i) < 0 && !map) || c->nearly == EARLY_FILES)
 		return;
 	for (size_t k = 0; k < n; k++)
 		if (runs[k].npages * c->ps > QUICK_RUN_BYTES)
@@ -962,7 +977,9 @@ static void early_add(struct restore *c, size_t i, const struct pc_run *runs, si
 	e = &c->early[c->nearly++];
 	e->file = i;
 	e->batch = c->batches;
-	e->truthful = mincore_truthful(c, kept_fd(c, i), owner);
+	/* job_map() maps only what mincore tells the truth about */
+	e->truthful = map || mincore_truthful(c, kept_fd(c, i), owner);
+	e->map = map;
 	e->seen = -1;
 	e->nruns = (unsigned int)n;
 	memcpy(e->run, runs, n * sizeof(*runs));
@@ -998,11 +1015,12 @@ static bool early_look_mapped(struct restore *c, size_t from, size_t to)
 	char *base;
 
 	for (size_t i = from; i < to; i++)
-		c->early[i].seen = -1;
+		if (!c->early[i].map)
+			c->early[i].seen = -1; /* else early_look_maps() looked */
 	for (; end < to; end++) {
 		const struct early *e = &c->early[end];
 
-		if (!e->truthful || kept_fd(c, e->file) < 0)
+		if (!e->truthful || e->map || kept_fd(c, e->file) < 0)
 			continue;
 		if (pages + early_pages(e) > EARLY_VEC_PAGES)
 			break;
@@ -1020,7 +1038,7 @@ static bool early_look_mapped(struct restore *c, size_t from, size_t to)
 		int fd = kept_fd(c, e->file);
 		uint64_t k;
 
-		if (!e->truthful || fd < 0)
+		if (!e->truthful || e->map || fd < 0)
 			continue;
 		for (k = 0; k < e->nruns; k++) {
 			size_t len = (size_t)(e->run[k].npages * c->ps);
@@ -1048,7 +1066,7 @@ static bool early_look_mapped(struct restore *c, size_t from, size_t to)
 			struct early *e = &c->early[i];
 			uint64_t n = early_pages(e);
 
-			if (!e->truthful || kept_fd(c, e->file) < 0)
+			if (!e->truthful || e->map || kept_fd(c, e->file) < 0)
 				continue;
 			e->seen = 1;
 			for (uint64_t q = 0; q < n; q++)
@@ -1061,16 +1079,149 @@ static bool early_look_mapped(struct restore *c, size_t from, size_t to)
 	return asked;
 }
 
+/* Batch map k unmapped; the files in it not looked at yet forget it (the
+ * early look maps them itself then). */
+static void map_drop(struct restore *c, size_t k)
+{
+	struct mapreg *r = &c->reg[k];
+	uintptr_t lo = (uintptr_t)r->base, hi = lo + (uintptr_t)(r->pages * c->ps);
+
+	for (size_t i = 0; i < c->nearly; i++) {
+		struct early *e = &c->early[i];
+
+		if (e->map && e->seen < 0 && (uintptr_t)e->map >= lo && (uintptr_t)e->map < hi)
+			e->map = NULL;
+	}
+	munmap(r->base, (size_t)(r->pages * c->ps));
+	c->reg[k] = c->reg[--c->nreg];
+}
+
+/* Keep a warmed batch's map for the early look of its files; the oldest
+ * one goes when there is no room (none should be left by then). */
+static void map_keep(struct restore *c, char *base, uint64_t pages)
+{
+	if (c->nreg == MAP_REGS) {
+		size_t old = 0;
+
+		for (size_t k = 1; k < c->nreg; k++)
+			if (c->reg[k].batch < c->reg[old].batch)
+				old = k;
+		map_drop(c, old);
+	}
+	c->reg[c->nreg++] = (struct mapreg){ .base = base, .pages = pages, .batch = c->batches };
+}
+
+/*
+ * The early look at the files of batch maps (job_map()) whose time has
+ * come: one mincore for each whole map, which is then dropped. Its files
+ * are mapped already, side by side: no mapping is made for the look.
+ */
+static void early_look_maps(struct restore *c, size_t due)
+{
+	for (size_t k = 0; k < c->nreg;) {
+		struct mapreg *r = &c->reg[k];
+		uintptr_t lo = (uintptr_t)r->base, hi = lo + (uintptr_t)(r->pages * c->ps);
+
+		if (r->batch + EARLY_LAG > c->batches) {
+			k++;
+			continue;
+		}
+		if (mincore(r->base, (size_t)(r->pages * c->ps), c->mapvec) == 0) {
+			for (size_t i = 0; i < due; i++) {
+				struct early *e = &c->early[i];
+				uintptr_t at = (uintptr_t)e->map;
+				uint64_t p, n;
+
+				if (!e->map || at < lo || at >= hi)
+					continue;
+				p = (uint64_t)(at - lo) / c->ps;
+				n = early_pages(e);
+				e->seen = 1;
+				for (uint64_t q = 0; q < n; q++)
+					if (!(c->mapvec[p + q] & 1))
+						e->seen = 0;
+			}
+		}
+		map_drop(c, k); /* the last one moved to k */
+	}
+}
+
+/* Every batch map dropped (the restore's end). */
+static void maps_free(struct restore *c)
+{
+	while (c->nreg)
+		map_drop(c, c->nreg - 1);
+}
+
+/*
+ * The restore's end: the files of the maps still kept (the last batches,
+ * whose early look never came) looked at in their maps, one mincore per
+ * map, until they are all complete or a look 1 ms after the last finds
+ * none more (50 at most): measure() would look at each file on its own.
+ * Their reads were just queued, and land within milliseconds. What is
+ * not complete then is left to measure(); the maps are dropped.
+ */
+static void early_finish(struct restore *c)
+{
+	for (int round = 0; round < 50 && c->nreg && !got_signal; round++) {
+		size_t kept = 0, found = 0, left = 0;
+
+		for (size_t k = 0; k < c->nreg; k++) {
+			struct mapreg *r = &c->reg[k];
+			uintptr_t lo = (uintptr_t)r->base, hi = lo + (uintptr_t)(r->pages * c->ps);
+
+			if (mincore(r->base, (size_t)(r->pages * c->ps), c->mapvec) != 0)
+				continue;
+			for (size_t i = 0; i < c->nearly; i++) {
+				struct early *e = &c->early[i];
+				uintptr_t at = (uintptr_t)e->map;
+				uint64_t p, n, q;
+
+				if (!e->map || at < lo || at >= hi)
+					continue;
+				p = (uint64_t)(at - lo) / c->ps;
+				n = early_pages(e);
+				for (q = 0; q < n && (c->mapvec[p + q] & 1); q++)
+					;
+				if (q == n && set_state(c, e->file, FILE_COMPLETE) == 0) {
+					drop_fd(c, e->file);
+					e->map = NULL;
+					e->nruns = 0; /* done: dropped below */
+					found++;
+				} else {
+					left++;
+				}
+			}
+		}
+		for (size_t i = 0; i < c->nearly; i++)
+			if (c->early[i].nruns)
+				c->early[kept++] = c->early[i];
+		c->nearly = kept;
+		if (!left || (round && !found))
+			break;
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	}
+	maps_free(c);
+}
+
 /* Look at the files queued EARLY_LAG batches ago or more. */
 static void early_confirm(struct restore *c)
 {
 	size_t due = 0, done = 0;
 	bool batched = true;
 
-	if (!c->nearly)
-		return; /* c->early may be NULL: memmove() takes no NULL */
+	if (!c->nearly) {
+		/* c->early may be NULL: memmove() takes no NULL */
+		for (size_t k = 0; k < c->nreg;)
+			if (c->reg[k].batch + EARLY_LAG <= c->batches)
+				map_drop(c, k);
+			else
+				k++;
+		return;
+	}
 	while (due < c->nearly && c->early[due].batch + EARLY_LAG <= c->batches)
 		due++;
+	early_look_maps(c, due);
 	while (done < due) {
 		size_t from = done;
 
@@ -1081,7 +1232,7 @@ static void early_confirm(struct restore *c)
 			int fd = kept_fd(c, e->file);
 			unsigned int k = 0;
 
-			if (fd < 0)
+			if (fd < 0 && (!e->map || e->seen < 0))
 				continue;
 			if (e->seen < 0 && done > from && e->truthful && batched)
 				break; /* not mapped this time: the next pass maps it */
@@ -1121,6 +1272,10 @@ struct job {
 	bool warmed;
 	int64_t got;
 	struct pc_warm_stats ws;
+	uint64_t slot;             /* its pages' place in the batch's map; UINT64_MAX: none */
+	bool to_map;               /* job_do(): opened, for job_map() */
+	char *map_at;              /* job_map(): its runs mapped there, side by side */
+	uint64_t map_pages;
 };
 
 /* What job_do() goes by: the workers read the restore's stop and budget
@@ -1132,6 +1287,7 @@ struct jobctx {
 	bool serial;
 	bool stopped;
 	uint64_t budget;           /* bytes; UINT64_MAX: no limit */
+	char *map;                 /* the batch's map (job_map()), or NULL */
 };
 
 struct jobs {
@@ -1141,6 +1297,7 @@ struct jobs {
 	struct pc_run runs[JOB_RUNS];
 	size_t nruns;
 	uint64_t bound;            /* pages in the runs: the most it can read */
+	uint64_t map_pages;        /* the slots of its small files' runs */
 	size_t next;               /* the next job to take (atomic) */
 	pthread_t tid[JOB_THREADS];
 	size_t nt;                 /* workers running */
@@ -1201,12 +1358,59 @@ static bool job_reopen(struct restore *c, struct job *j, struct pc_run *runs)
 	return j->nclamped > 0;
 }
 
-/* Open (unless done ahead) and warm j, whose runs are runs. */
-static void job_do(struct jobctx *x, struct job *j, struct pc_run *runs)
+/*
+ * A small file's runs, mapped PROT_NONE side by side at its slot in the
+ * batch's map (a reservation the main thread made), for jobs_do_chunk(): where
+ * mincore tells the truth about it. false (the slot reserved again) when
+ * it does not or a mapping fails: pc_warm() then.
+ */
+static bool job_map(struct restore *c, char *map, struct job *j, const struct pc_run *runs)
+{
+	char *at = map + j->slot * c->ps;
+	uint64_t off = 0;
+
+	if (!mincore_truthful(c, j->fd, j->st.st_uid))
+		return false;
+	for (size_t k = 0; k < j->nclamped; k++) {
+		size_t len = (size_t)(runs[k].npages * c->ps);
+
+		if (mmap(at + off * c->ps, len, PROT_NONE, MAP_SHARED | MAP_FIXED, j->fd,
+			 (off_t)(runs[k].page * c->ps)) == MAP_FAILED) {
+			if (off)
+				mmap(at, (size_t)(off * c->ps), PROT_NONE,
+				     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+			return false;
+		}
+		off += runs[k].npages;
+	}
+	j->map_at = at;
+	j->map_pages = off;
+	return true;
+}
+
+/* pc_warm() on j's runs (runs), opened and clamped. */
+static void job_warm(struct jobctx *x, struct job *j, struct pc_run *runs)
 {
 	struct restore *c = x->c;
 	struct pc_warm_opts o = { .size = sizeof(o) };
-	size_t k;
+
+	o.strategy = c->strategy;
+	o.chunk_bytes = c->chunk;
+	o.max_bytes = x->budget == UINT64_MAX ? 0 : x->budget;
+	if (x->serial) {
+		o.progress = on_progress;
+		o.progress_arg = c;
+	}
+	o.cancel = &c->cancel;
+	j->got = pc_warm(j->fd, runs, j->nclamped, &o, &j->ws);
+	j->warmed = true;
+}
+
+/* Open (unless done ahead) and warm j, whose runs are runs; where the
+ * batch has a map and j a slot in it, jobs_do_chunk() maps and warms it. */
+static void job_do(struct jobctx *x, struct job *j, struct pc_run *runs)
+{
+	struct restore *c = x->c;
 
 	j->ws = (struct pc_warm_stats){ .size = sizeof(j->ws) };
 	if (x->serial) {
@@ -1225,19 +1429,13 @@ static void job_do(struct jobctx *x, struct job *j, struct pc_run *runs)
 		return;
 	if (j->reopen && !job_reopen(c, j, runs))
 		return;
-	k = j->nclamped;
 	if (x->budget == 0)
 		return; /* the main thread stops */
-	o.strategy = c->strategy;
-	o.chunk_bytes = c->chunk;
-	o.max_bytes = x->budget == UINT64_MAX ? 0 : x->budget;
-	if (x->serial) {
-		o.progress = on_progress;
-		o.progress_arg = c;
+	if (x->map && j->slot != UINT64_MAX) {
+		j->to_map = true; /* jobs_do_chunk() maps it */
+		return;
 	}
-	o.cancel = &c->cancel;
-	j->got = pc_warm(j->fd, runs, k, &o, &j->ws);
-	j->warmed = true;
+	job_warm(x, j, runs);
 }
 
 /* The main thread's part of a job (runs: its runs), in the order of the
@@ -1285,23 +1483,27 @@ static int job_account(struct restore *c, struct job *j, struct pc_run *runs)
 	} else if (j->fd >= 0) {
 		keep_fd(c, c->files_restored - 1, j->fd);
 		if (ret == 0 && j->warmed && !c->file_failed && j->early)
-			early_add(c, c->files_restored - 1, runs, j->nclamped, j->st.st_uid);
+			early_add(c, c->files_restored - 1, runs, j->nclamped, j->st.st_uid,
+				  j->map_at);
 	}
 	if (got_signal && !c->stop)
 		c->stop = STOP_SIGNAL;
 	return ret;
 }
 
+static void jobs_do_chunk(struct jobs *js, size_t from, size_t to);
+
+/* A worker: chunks of the batch's jobs until none is left. */
 static void *job_worker(void *arg)
 {
 	struct jobs *js = arg;
 
 	for (;;) {
-		size_t i = __atomic_fetch_add(&js->next, 1, __ATOMIC_RELAXED);
+		size_t i = __atomic_fetch_add(&js->next, MAP_CHUNK_JOBS, __ATOMIC_RELAXED);
 
 		if (i >= js->n)
 			return NULL;
-		job_do(&js->x, &js->job[i], js->runs + js->job[i].run0);
+		jobs_do_chunk(js, i, i + MAP_CHUNK_JOBS < js->n ? i + MAP_CHUNK_JOBS : js->n);
 	}
 }
 
@@ -1313,21 +1515,146 @@ static size_t job_threads(void)
 	return cpus < 1 ? 1 : cpus > JOB_THREADS ? JOB_THREADS : (size_t)cpus;
 }
 
+/* Room in c->mapvec for a map of pages pages. */
+static bool mapvec_grow(struct restore *c, uint64_t pages)
+{
+	unsigned char *v;
+
+	if (pages > SIZE_MAX)
+		return false;
+	v = realloc(c->mapvec, (size_t)pages);
+	if (!v)
+		return false;
+	c->mapvec = v;
+	c->mapvec_cap = pages;
+	return true;
+}
+
 /* Wait for the batch's workers. */
 static void jobs_join(struct jobs *js)
 {
+	if (js->nt)
+		job_worker(js); /* the chunks not taken yet: here, not waited for */
 	for (size_t i = 0; i < js->nt; i++)
 		pthread_join(js->tid[i], NULL);
 	js->nt = 0;
 }
 
-/* Forget a batch: its names freed (its fds are the caller's). */
+/* Forget a batch: its names freed, its map unmapped unless map_keep()
+ * has it (its fds are the caller's). */
 static void jobs_reset(struct jobs *js)
 {
 	for (size_t i = 0; i < js->n; i++)
 		free(js->job[i].rel);
+	if (js->x.map)
+		munmap(js->x.map, (size_t)(js->map_pages * js->x.c->ps));
+	js->x.map = NULL;
 	js->n = js->nruns = 0;
-	js->bound = 0;
+	js->bound = js->map_pages = 0;
+}
+
+/* pc_warm()'s counts for job j, mapped at j->map_at, from mincore's vec
+ * for the map (its pages at vec): what was resident, what is read. */
+static void map_counts(struct restore *c, struct job *j, const struct pc_run *runs,
+		       const unsigned char *vec)
+{
+	uint64_t resident = 0, bytes = 0, q = 0;
+
+	for (size_t k = 0; k < j->nclamped; k++)
+		for (uint64_t p = runs[k].page; p < runs[k].page + runs[k].npages; p++, q++) {
+			uint64_t end = (p + 1) * c->ps;
+
+			if (vec[q] & 1)
+				resident++;
+			else
+				bytes += (end < (uint64_t)j->st.st_size ? end
+					  : (uint64_t)j->st.st_size) - p * c->ps;
+		}
+	j->ws.pages_wanted = j->map_pages;
+	j->ws.pages_resident = resident;
+	j->ws.pages_read = j->map_pages - resident;
+	j->ws.quality = PC_QUALITY_EXACT;
+	j->got = (int64_t)bytes;
+	j->warmed = true;
+}
+
+/*
+ * Jobs [from, to) of the batch, done by one worker, and those job_map()
+ * mapped warmed together: one mincore over their stretch of the map tells
+ * which wanted pages are resident already (pc_warm()'s check), and one
+ * madvise(MADV_WILLNEED) for each stretch that is mapped end to end reads
+ * the rest: the kernel's readahead(2) for each mapping in it, under one
+ * block plug, so that their requests reach the disk together. Per file
+ * that is one mmap instead of statx, cachestat and readahead(2), and the
+ * early look makes no mapping of its own (the map stays for it,
+ * early_look_maps()). Where mincore or madvise fails, pc_warm().
+ */
+static void jobs_do_chunk(struct jobs *js, size_t from, size_t to)
+{
+	struct restore *c = js->x.c;
+	unsigned char vec[MAP_CHUNK_PAGES];
+	char *lo = NULL, *hi = NULL, *vec_at = NULL;
+	size_t first = from;       /* the stretch's first job */
+	bool asked = false, stop;
+
+	/* the opening first, then the mappings one after the other: the
+	 * process's mmap lock is taken for them in one go, not between
+	 * the opens (contended, it cost a context switch each time) */
+	for (size_t i = from; i < to; i++)
+		job_do(&js->x, &js->job[i], js->runs + js->job[i].run0);
+	for (size_t i = from; i < to; i++) {
+		struct job *j = &js->job[i];
+		struct pc_run *runs = js->runs + j->run0;
+
+		if (j->to_map && !job_map(c, js->x.map, j, runs))
+			job_warm(&js->x, j, runs);
+		if (!j->map_at)
+			continue;
+		if (!vec_at)
+			vec_at = j->map_at;
+		hi = j->map_at + j->map_pages * c->ps;
+	}
+	if (!vec_at)
+		return;
+	if ((uint64_t)(hi - vec_at) / c->ps <= sizeof(vec))
+		asked = mincore(vec_at, (size_t)(hi - vec_at), vec) == 0;
+	stop = cancelled(c);
+	hi = NULL;
+	for (size_t i = from; i <= to; i++) {
+		struct job *j = i < to ? &js->job[i] : NULL;
+		int bad = 0;
+
+		if (j && !j->map_at)
+			continue;
+		if (j && lo && j->map_at == hi) {
+			hi += j->map_pages * c->ps;
+			continue;
+		}
+		/* the stretch ends: warm it */
+		if (lo && asked && !stop && madvise(lo, (size_t)(hi - lo), MADV_WILLNEED) < 0)
+			bad = -errno;
+		for (size_t k = first; lo && k < i; k++) {
+			struct job *m = &js->job[k];
+			struct pc_run *runs = js->runs + m->run0;
+
+			if (!m->map_at)
+				continue;
+			if (!asked || bad) {
+				job_warm(&js->x, m, runs);
+				continue;
+			}
+			map_counts(c, m, runs, vec + (m->map_at - vec_at) / (ptrdiff_t)c->ps);
+			if (stop) {
+				m->ws.pages_read = 0;
+				m->got = -ECANCELED;
+			}
+		}
+		if (!j)
+			break;
+		first = i;
+		lo = j->map_at;
+		hi = lo + j->map_pages * c->ps;
+	}
 }
 
 /* The main thread's part of a finished batch, in the snapshot's order. */
@@ -1336,6 +1663,11 @@ static int jobs_account(struct jobs *js)
 	int ret = 0;
 
 	early_confirm(js->x.c);
+	if (js->x.map) {
+		/* kept for the early look of its files */
+		map_keep(js->x.c, js->x.map, js->map_pages);
+		js->x.map = NULL;
+	}
 	for (size_t i = 0; i < js->n; i++) {
 		if (ret == 0)
 			ret = job_account(js->x.c, &js->job[i], js->runs + js->job[i].run0);
@@ -1365,10 +1697,22 @@ static bool jobs_prepare(struct jobs *js, uint64_t busy_bound)
 	return js->x.serial;
 }
 
-/* The batch on up to JOB_THREADS workers, or here when none can be made. */
+/* The batch on up to JOB_THREADS workers, or here when none can be made;
+ * with a map for its small files (job_map()) where the strategy reads
+ * ahead (io_uring reads the pages itself). */
 static void jobs_run_workers(struct jobs *js)
 {
+	struct restore *c = js->x.c;
 	size_t nthreads = job_threads();
+
+	js->x.map = NULL;
+	if (js->map_pages && c->strategy != PC_WARM_IO_URING &&
+	    (js->map_pages <= c->mapvec_cap || mapvec_grow(c, js->map_pages))) {
+		void *m = mmap(NULL, (size_t)(js->map_pages * c->ps), PROT_NONE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+		js->x.map = m == MAP_FAILED ? NULL : m;
+	}
 
 	while (js->nt < nthreads && pthread_create(&js->tid[js->nt], NULL, job_worker, js) == 0)
 		js->nt++;
@@ -1844,6 +2188,24 @@ static int restore_alone(struct restore *c, struct jobq *q, const struct snap_fi
 	return restore_streaming(c, rel, fd, &st, batch, n);
 }
 
+/* The place in the batch's map of a file whose runs are few and small, as
+ * the early look takes them (its runs as recorded: clamped, they only
+ * shrink); UINT64_MAX for the others. */
+static uint64_t map_slot(struct restore *c, struct jobs *js, const struct pc_run *runs, size_t n)
+{
+	uint64_t slot = js->map_pages, pages = 0;
+
+	if (!n || n > PRECHECK_RUNS)
+		return UINT64_MAX;
+	for (size_t k = 0; k < n; k++) {
+		if (runs[k].npages * c->ps > QUICK_RUN_BYTES)
+			return UINT64_MAX;
+		pages += runs[k].npages;
+	}
+	js->map_pages += pages;
+	return slot;
+}
+
 /* The snapshot in its order: one file, then the next (--order=file); or
  * the small files of a window in their order on the disk (--order=disk). */
 static int restore_in_order(struct restore *c)
@@ -1961,6 +2323,7 @@ static int restore_in_order(struct restore *c)
 			j->early = true;
 			j->run0 = run0;
 			j->nruns = js->nruns - run0;
+			j->slot = map_slot(c, js, js->runs + run0, j->nruns);
 			if (++js->n == JOB_FILES || js->nruns == JOB_RUNS)
 				ret = jobq_flush(&q);
 			if (ret < 0)
@@ -1987,6 +2350,9 @@ static int restore_in_order(struct restore *c)
 		win_drop(&w);
 		jobq_drop(&q);
 	}
+	if (ret == 0)
+		early_finish(c);
+	maps_free(c);
 	free(w.job);
 	free(w.runs);
 	free(batch);
@@ -3400,6 +3766,7 @@ int cmd_restore(int argc, char **argv)
 out:
 	kept_free(&c);
 	free(c.early);
+	free(c.mapvec);
 	free(c.scratch);
 	watch_free(&c);
 	snapsrc_free(c.src);
