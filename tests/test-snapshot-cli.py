@@ -953,28 +953,38 @@ def case_dropped_readahead(env):
     check(not missing, f"victim pages missing after the restore: {sorted(missing)[:16]}")
 
 
+def mapped_victim_tree(env, name):
+    """300 files of 8 pages, the victim (runs 0-1 and 4-7) the 281st in
+    the snapshot: in the second batch, which restore maps (on workers:
+    a machine with one CPU restores every batch on one thread, unmapped).
+    Returns (tree, snapshot, the shim's environment)."""
+    need_root()
+    if (os.sysconf("SC_NPROCESSORS_ONLN") or 1) < 2:
+        raise Skip("one CPU: restore takes every batch on one thread, with no map")
+    t = env.path(name)
+    os.mkdir(t)
+    recs = []
+    for i in range(300):
+        n = "victim" if i == 280 else f"f{i:03d}"
+        make_file(os.path.join(t, n), 8)
+        runs = [(0, 2), (4, 4)] if n == "victim" else [(0, 8)]
+        recs.append((n.encode(), 8 * PS, os.stat(os.path.join(t, n)).st_mtime_ns, 1, runs))
+    snap = env.path(name + ".snap")
+    with open(snap, "wb") as f:
+        f.write(native_snapshot(t, recs))
+    evict_tree(t)
+    env_ = shim_env(DROPRA_SHIM)
+    env_["PC_SHIM_DROP_NAME"] = "/victim"
+    return t, snap, env_
+
+
 def case_dropped_madvise(env):
     """dropped_readahead for a small file read through restore's map (a
     batch after the first): the one madvise(MADV_WILLNEED) over its batch's
     stretch skips the victim's runs. Neither the early look in the map nor
     the final one may call it complete: its pages are read again, and 100%
     is said only when they are back."""
-    need_root()
-    t = env.path("madv")
-    os.mkdir(t)
-    recs = []
-    for i in range(300):  # the victim in the second batch of 256
-        name = "victim" if i == 280 else f"f{i:03d}"
-        make_file(os.path.join(t, name), 8)
-        runs = [(0, 2), (4, 4)] if name == "victim" else [(0, 8)]
-        recs.append((name.encode(), 8 * PS, os.stat(os.path.join(t, name)).st_mtime_ns, 1,
-                     runs))
-    snap = env.path("madv.snap")
-    with open(snap, "wb") as f:
-        f.write(native_snapshot(t, recs))
-    evict_tree(t)
-    env_ = shim_env(DROPRA_SHIM)
-    env_["PC_SHIM_DROP_NAME"] = "/victim"
+    t, snap, env_ = mapped_victim_tree(env, "madv")
     rc, doc, err = run_json(["restore", "--fast", "-q", snap], env=env_)
     check(rc == 0, f"restore: exit {rc}: {err!r}")
     check(b"dropra-shim: dropped madvise(" in err, f"the shim dropped nothing: {err!r}")
@@ -982,6 +992,29 @@ def case_dropped_madvise(env):
     check(doc["final_resident_percent"] == 100.0, f"final resident: {doc}")
     missing = {0, 1, 4, 5, 6, 7} - resident_pages(os.path.join(t, "victim"))
     check(not missing, f"victim pages missing after the restore: {sorted(missing)}")
+
+
+def case_map_refused(env):
+    """A file whose mapping into restore's map fails the way sysfs's and
+    FUSE direct_io's do on 6.18 (ENODEV, the range it was to replace left
+    unmapped: the dropra shim plays it): restore reserves that range again
+    if it is still free, and if another mapping took it first (the shim
+    puts one there, as another thread's malloc could), it never unmaps the
+    map whole, which would take that mapping with it. The file is read
+    with pc_warm() instead, every page comes back, and later batches are
+    not mapped."""
+    for how in ("hole", "taken"):
+        t, snap, env_ = mapped_victim_tree(env, "refused-" + how)
+        env_["PC_SHIM_MAP_FAIL"] = how
+        rc, doc, err = run_json(["restore", "--fast", "-q", snap], env=env_)
+        check(rc == 0, f"{how}: restore: exit {rc}: {err!r}")
+        check(b"dropra-shim: refused mmap(" in err, f"{how}: the shim refused nothing: {err!r}")
+        if how == "taken":
+            check(b"dropra-shim: the mapping in the hole is intact" in err,
+                  f"{how}: the other mapping did not survive the restore: {err!r}")
+        check(doc["final_resident_percent"] == 100.0, f"{how}: final resident: {doc}")
+        missing = {0, 1, 4, 5, 6, 7} - resident_pages(os.path.join(t, "victim"))
+        check(not missing, f"{how}: victim pages missing after the restore: {sorted(missing)}")
 
 
 # ---- an idmapped mount (open_tree, mount_setattr, move_mount: 5.12+) ------
@@ -1359,7 +1392,7 @@ CASES = [case_usage_errors, case_round_trip, case_identity_and_strict, case_host
          case_truncations, case_bit_flips, case_happycache_by_hand, case_happycache_hostile,
          case_happycache_long_path,
          case_many_files, case_small_files_mapped, case_disk_order, case_dropped_readahead,
-         case_dropped_madvise, case_dropped_readahead_late,
+         case_dropped_madvise, case_map_refused, case_dropped_readahead_late,
          case_memo_below_evicted, case_idmapped_unowned, case_idmapped_overlay, case_budget,
          case_nobody, case_diff_orders, case_stdout_and_stdin, case_atomic_dump]
 

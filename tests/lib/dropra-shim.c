@@ -30,6 +30,13 @@
  * its range only: the victim's pages there are dropped, as above. mmap
  * and madvise go to the kernel by syscall(2) (no dlsym(), which may
  * allocate, and so map, itself).
+ *
+ * With $PC_SHIM_MAP_FAIL, the victim's first MAP_FIXED mapping fails the
+ * way 6.18 fails one whose file refuses it (sysfs, FUSE with direct_io):
+ * ENODEV, and the range it was to replace left unmapped. With the value
+ * "taken", another mapping (a page holding a magic number, as if another
+ * thread's malloc got there first) then sits at the start of that hole;
+ * at exit the shim says whether it is still there, intact.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -176,12 +183,51 @@ int nanosleep(const struct timespec *req, struct timespec *rem)
 #define VICTIM_MAPS 8
 static uintptr_t victim_lo[VICTIM_MAPS], victim_hi[VICTIM_MAPS];
 static int victim_maps;
+static int victim_ready[VICTIM_MAPS];
+static int map_failed;
+static uint64_t *sentinel;
+
+#define SENTINEL_MAGIC UINT64_C(0x70636d6170686f6c)
+
+/* At exit: whether the mapping put in the hole is there, intact. */
+__attribute__((destructor)) static void sentinel_check(void)
+{
+	unsigned char vec;
+
+	if (!sentinel)
+		return;
+	if (mincore(sentinel, 4096, &vec) < 0)
+		fprintf(stderr, "dropra-shim: the mapping in the hole is gone\n");
+	else if (*sentinel != SENTINEL_MAGIC)
+		fprintf(stderr, "dropra-shim: the mapping in the hole was replaced\n");
+	else
+		fprintf(stderr, "dropra-shim: the mapping in the hole is intact\n");
+}
 
 void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-	long ret = syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+	const char *fail = getenv("PC_SHIM_MAP_FAIL");
 	char path[4096];
+	long ret;
 
+	if (fail && fd >= 0 && (flags & MAP_FIXED) && !(flags & MAP_FIXED_NOREPLACE) &&
+	    is_victim(fd, path, sizeof(path)) &&
+	    !__atomic_exchange_n(&map_failed, 1, __ATOMIC_RELAXED)) {
+		syscall(SYS_munmap, addr, len);
+		if (strcmp(fail, "taken") == 0) {
+			ret = syscall(SYS_mmap, addr, 4096, PROT_READ | PROT_WRITE,
+				      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+			if (ret != -1) {
+				sentinel = (uint64_t *)ret;
+				*sentinel = SENTINEL_MAGIC;
+			}
+		}
+		fprintf(stderr, "dropra-shim: refused mmap(%s) with ENODEV, its range unmapped%s\n",
+			path, sentinel ? ", another mapping there" : "");
+		errno = ENODEV;
+		return MAP_FAILED;
+	}
+	ret = syscall(SYS_mmap, addr, len, prot, flags, fd, off);
 	if (ret == -1)
 		return MAP_FAILED; /* errno set */
 	if (fd >= 0 && (flags & MAP_FIXED) && is_victim(fd, path, sizeof(path))) {
@@ -190,6 +236,7 @@ void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 		if (i < VICTIM_MAPS) {
 			victim_lo[i] = (uintptr_t)ret;
 			victim_hi[i] = (uintptr_t)ret + len;
+			__atomic_store_n(&victim_ready[i], 1, __ATOMIC_RELEASE);
 		}
 	}
 	return (void *)ret;
@@ -198,27 +245,30 @@ void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 int madvise(void *addr, size_t len, int advice)
 {
 	uintptr_t lo = (uintptr_t)addr, hi = lo + len, at = lo;
-	int n = __atomic_load_n(&victim_maps, __ATOMIC_RELAXED), hit = 0;
+	int n = __atomic_load_n(&victim_maps, __ATOMIC_RELAXED), hit = 0, ret = 0;
 
 	if (advice != MADV_WILLNEED || __atomic_load_n(&dropped, __ATOMIC_RELAXED))
 		return (int)syscall(SYS_madvise, addr, len, advice);
 	n = n < VICTIM_MAPS ? n : VICTIM_MAPS;
 	for (int i = 0; i < n; i++)
-		hit |= victim_lo[i] < hi && victim_hi[i] > lo;
+		if (__atomic_load_n(&victim_ready[i], __ATOMIC_ACQUIRE))
+			hit |= victim_lo[i] < hi && victim_hi[i] > lo;
 	if (!hit || __atomic_exchange_n(&dropped, 1, __ATOMIC_RELAXED))
 		return (int)syscall(SYS_madvise, addr, len, advice);
 	/* the range in pieces around the victim's runs (in address order:
 	 * restore maps a file's runs one after the other) */
 	for (int i = 0; i < n; i++) {
-		if (victim_hi[i] <= lo || victim_lo[i] >= hi)
+		if (!__atomic_load_n(&victim_ready[i], __ATOMIC_ACQUIRE) ||
+		    victim_hi[i] <= lo || victim_lo[i] >= hi)
 			continue;
-		if (victim_lo[i] > at)
-			syscall(SYS_madvise, (void *)at, victim_lo[i] - at, advice);
+		if (victim_lo[i] > at && syscall(SYS_madvise, (void *)at, victim_lo[i] - at,
+						 advice) < 0)
+			ret = -1;
 		fprintf(stderr, "dropra-shim: dropped madvise(%#lx, %zu) of the victim's run\n",
 			(unsigned long)victim_lo[i], (size_t)(victim_hi[i] - victim_lo[i]));
 		at = victim_hi[i] > at ? victim_hi[i] : at;
 	}
-	if (at < hi)
-		syscall(SYS_madvise, (void *)at, hi - at, advice);
-	return 0;
+	if (at < hi && syscall(SYS_madvise, (void *)at, hi - at, advice) < 0)
+		ret = -1;
+	return ret;
 }

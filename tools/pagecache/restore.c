@@ -184,8 +184,10 @@ struct restore {
 		char *base;
 		uint64_t pages;
 		uint64_t batch;    /* c->batches when its batch was accounted */
+		bool holey;        /* left mapped: another mapping may sit in a hole */
 	} reg[MAP_REGS];
 	size_t nreg;
+	bool map_refused;          /* a file's mapping failed: no more maps (atomic) */
 	unsigned char *mapvec;     /* mincore's answer for a whole map */
 	uint64_t mapvec_cap;       /* pages */
 	uint64_t batches;          /* batches of files flushed so far */
@@ -860,7 +862,8 @@ struct early {
 	size_t file;               /* place in the log */
 	uint64_t batch;
 	bool truthful;             /* mincore tells the truth about it */
-	signed char seen;          /* early_look_mapped(): 1 complete, 0 not, -1 not asked */
+	signed char seen;          /* early_look_mapped(), early_look_maps(): 1 complete,
+				      0 not, -1 not asked */
 	const char *map;           /* its runs in a batch's map (job_map()); NULL: none */
 	unsigned int nruns;
 	struct pc_run run[PRECHECK_RUNS];
@@ -1086,19 +1089,22 @@ static void map_drop(struct restore *c, size_t k)
 	struct mapreg *r = &c->reg[k];
 	uintptr_t lo = (uintptr_t)r->base, hi = lo + (uintptr_t)(r->pages * c->ps);
 
+	/* the files looked at in it keep their map as a mark that they were
+	 * (early_confirm() takes them right after; it is not read again) */
 	for (size_t i = 0; i < c->nearly; i++) {
 		struct early *e = &c->early[i];
 
 		if (e->map && e->seen < 0 && (uintptr_t)e->map >= lo && (uintptr_t)e->map < hi)
 			e->map = NULL;
 	}
-	munmap(r->base, (size_t)(r->pages * c->ps));
+	if (!r->holey)
+		munmap(r->base, (size_t)(r->pages * c->ps));
 	c->reg[k] = c->reg[--c->nreg];
 }
 
 /* Keep a warmed batch's map for the early look of its files; the oldest
  * one goes when there is no room (none should be left by then). */
-static void map_keep(struct restore *c, char *base, uint64_t pages)
+static void map_keep(struct restore *c, char *base, uint64_t pages, bool holey)
 {
 	if (c->nreg == MAP_REGS) {
 		size_t old = 0;
@@ -1108,7 +1114,8 @@ static void map_keep(struct restore *c, char *base, uint64_t pages)
 				old = k;
 		map_drop(c, old);
 	}
-	c->reg[c->nreg++] = (struct mapreg){ .base = base, .pages = pages, .batch = c->batches };
+	c->reg[c->nreg++] = (struct mapreg){ .base = base, .pages = pages, .batch = c->batches,
+					     .holey = holey };
 }
 
 /*
@@ -1288,6 +1295,7 @@ struct jobctx {
 	bool stopped;
 	uint64_t budget;           /* bytes; UINT64_MAX: no limit */
 	char *map;                 /* the batch's map (job_map()), or NULL */
+	bool map_holey;            /* a hole in it (atomic): never unmapped whole */
 };
 
 struct jobs {
@@ -1360,13 +1368,21 @@ static bool job_reopen(struct restore *c, struct job *j, struct pc_run *runs)
 
 /*
  * A small file's runs, mapped PROT_NONE side by side at its slot in the
- * batch's map (a reservation the main thread made), for jobs_do_chunk(): where
- * mincore tells the truth about it. false (the slot reserved again) when
- * it does not or a mapping fails: pc_warm() then.
+ * batch's map (a reservation the main thread made), for jobs_do_chunk():
+ * where mincore tells the truth about it. false when it does not or a
+ * mapping fails: pc_warm() then, and for every file after it (FUSE with
+ * direct_io, sysfs refuse shared mappings with ENODEV). A failed
+ * MAP_FIXED may leave its range unmapped (6.18 does, for a file whose
+ * mmap refuses), and another thread's mmap may take that hole at once:
+ * the runs mapped before it are reserved again (they are this thread's),
+ * the failed one's range only if it is still free (MAP_FIXED_NOREPLACE);
+ * else the map is marked holey and never unmapped whole. Mapping stops
+ * at the first failure, so one map at most stays.
  */
-static bool job_map(struct restore *c, char *map, struct job *j, const struct pc_run *runs)
+static bool job_map(struct jobctx *x, struct job *j, const struct pc_run *runs)
 {
-	char *at = map + j->slot * c->ps;
+	struct restore *c = x->c;
+	char *at = x->map + j->slot * c->ps;
 	uint64_t off = 0;
 
 	if (!mincore_truthful(c, j->fd, j->st.st_uid))
@@ -1376,9 +1392,21 @@ static bool job_map(struct restore *c, char *map, struct job *j, const struct pc
 
 		if (mmap(at + off * c->ps, len, PROT_NONE, MAP_SHARED | MAP_FIXED, j->fd,
 			 (off_t)(runs[k].page * c->ps)) == MAP_FAILED) {
-			if (off)
-				mmap(at, (size_t)(off * c->ps), PROT_NONE,
-				     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+			char *hole = at + off * c->ps, *m;
+
+			__atomic_store_n(&c->map_refused, true, __ATOMIC_RELAXED);
+			if (off && mmap(at, (size_t)(off * c->ps), PROT_NONE,
+					MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
+					-1, 0) == MAP_FAILED)
+				__atomic_store_n(&x->map_holey, true, __ATOMIC_RELAXED);
+			m = mmap(hole, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+				 MAP_FIXED_NOREPLACE, -1, 0);
+			if (m != hole) {
+				/* taken, still ours, or (before 4.17) a hint */
+				if (m != MAP_FAILED)
+					munmap(m, len);
+				__atomic_store_n(&x->map_holey, true, __ATOMIC_RELAXED);
+			}
 			return false;
 		}
 		off += runs[k].npages;
@@ -1431,7 +1459,8 @@ static void job_do(struct jobctx *x, struct job *j, struct pc_run *runs)
 		return;
 	if (x->budget == 0)
 		return; /* the main thread stops */
-	if (x->map && j->slot != UINT64_MAX) {
+	if (x->map && j->slot != UINT64_MAX &&
+	    !__atomic_load_n(&c->map_refused, __ATOMIC_RELAXED)) {
 		j->to_map = true; /* jobs_do_chunk() maps it */
 		return;
 	}
@@ -1546,9 +1575,10 @@ static void jobs_reset(struct jobs *js)
 {
 	for (size_t i = 0; i < js->n; i++)
 		free(js->job[i].rel);
-	if (js->x.map)
+	if (js->x.map && !js->x.map_holey)
 		munmap(js->x.map, (size_t)(js->map_pages * js->x.c->ps));
 	js->x.map = NULL;
+	js->x.map_holey = false;
 	js->n = js->nruns = 0;
 	js->bound = js->map_pages = 0;
 }
@@ -1606,7 +1636,7 @@ static void jobs_do_chunk(struct jobs *js, size_t from, size_t to)
 		struct job *j = &js->job[i];
 		struct pc_run *runs = js->runs + j->run0;
 
-		if (j->to_map && !job_map(c, js->x.map, j, runs))
+		if (j->to_map && !job_map(&js->x, j, runs))
 			job_warm(&js->x, j, runs);
 		if (!j->map_at)
 			continue;
@@ -1665,7 +1695,8 @@ static int jobs_account(struct jobs *js)
 	early_confirm(js->x.c);
 	if (js->x.map) {
 		/* kept for the early look of its files */
-		map_keep(js->x.c, js->x.map, js->map_pages);
+		map_keep(js->x.c, js->x.map, js->map_pages,
+			 __atomic_load_n(&js->x.map_holey, __ATOMIC_RELAXED));
 		js->x.map = NULL;
 	}
 	for (size_t i = 0; i < js->n; i++) {
@@ -1707,6 +1738,7 @@ static void jobs_run_workers(struct jobs *js)
 
 	js->x.map = NULL;
 	if (js->map_pages && c->strategy != PC_WARM_IO_URING &&
+	    !__atomic_load_n(&c->map_refused, __ATOMIC_RELAXED) &&
 	    (js->map_pages <= c->mapvec_cap || mapvec_grow(c, js->map_pages))) {
 		void *m = mmap(NULL, (size_t)(js->map_pages * c->ps), PROT_NONE,
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
