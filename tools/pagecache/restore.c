@@ -49,7 +49,7 @@
 #define CHANGED_NAMES 20
 #define PRECHECK_RUNS 8 /* runs per file measure() asks cachestat about */
 #define QUICK_RUN_BYTES (256 * 1024) /* the largest run quick_look() reads */
-#define MAP_REGS 4 /* batches' maps alive at once: EARLY_LAG + 2 */
+#define MAP_REGS 4 /* batches' maps alive at once (EARLY_LAG of them, and room) */
 #define MAP_CHUNK_JOBS 32 /* jobs a worker takes at a time (jobs_do_chunk()) */
 #define MAP_CHUNK_PAGES (MAP_CHUNK_JOBS * PRECHECK_RUNS * (QUICK_RUN_BYTES / 4096))
 
@@ -959,8 +959,8 @@ static bool mincore_truthful(const struct restore *c, int fd, uid_t owner)
 	return pc_can_do_mincore(fd) == 1;
 }
 
-/* Queue logged file i (its fd kept) for a look, if its runs are few and
- * small; map: its runs side by side in a batch's map (job_map()), or NULL. */
+/* Queue logged file i for a look, if its runs are few and small: its fd
+ * kept, or map (its runs side by side in a batch's map, job_map()). */
 static void early_add(struct restore *c, size_t i, const struct pc_run *runs, size_t n,
 		      uid_t owner, const char *map)
 {
