@@ -1914,6 +1914,7 @@ int main(void)
 	tcase_add_test(tc, cachestat_enosys);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
+	pc_test_cases_dir(); /* a failed case leaves no directory behind */
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

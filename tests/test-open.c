@@ -259,6 +259,7 @@ int main(void)
 	tcase_add_test(detect, cold_page_file_swapped_for_a_device_is_never_opened);
 	suite_add_tcase(s, detect);
 	sr = srunner_create(s);
+	pc_test_cases_dir(); /* a failed case leaves no directory behind */
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

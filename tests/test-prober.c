@@ -1183,6 +1183,7 @@ int main(void)
 			    ARRAY_LEN(enter_plans));
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
+	pc_test_cases_dir(); /* a failed case leaves no directory behind */
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

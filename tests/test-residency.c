@@ -1924,6 +1924,7 @@ int main(void)
 	if (pc_test_on_tmpfs())
 		return 77;
 	sr = srunner_create(s);
+	pc_test_cases_dir(); /* a failed case leaves no directory behind */
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

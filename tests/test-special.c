@@ -1730,6 +1730,7 @@ int main(void)
 	suite_add_tcase(s, sizes);
 
 	sr = srunner_create(s);
+	pc_test_cases_dir(); /* a failed case leaves no directory behind */
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

@@ -999,6 +999,7 @@ int main(void)
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	nofork = srunner_fork_status(sr) == CK_NOFORK;
+	pc_test_cases_dir(); /* a failed case leaves no directory behind */
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/fsuid.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
@@ -20,6 +21,8 @@
 
 static char *scratch;
 static pid_t scratch_owner; /* only the process that made it removes it */
+static char *cases;         /* pc_test_cases_dir() */
+static pid_t cases_owner;
 /* Strings handed out by pc_test_path(), freed at exit. */
 static char **paths;
 static size_t npaths;
@@ -30,10 +33,61 @@ static void die(const char *what)
 	exit(99);
 }
 
-static void remove_scratch(void)
+/* Unmount (lazily) what is still mounted beneath dir in this process's
+ * mount namespace, the deepest first: a test case that failed in a forked
+ * child, or was killed, never ran its own undo, and rm -rf cannot remove
+ * a mount point in use (the directory was left behind). Mount points are
+ * compared as mountinfo writes them; dir (a mkdtemp name) needs no
+ * escapes. */
+static void unmount_beneath(const char *dir)
+{
+	char line[8192], *points[64];
+	size_t n = 0, len = strlen(dir);
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+
+	if (!f)
+		return;
+	while (n < sizeof(points) / sizeof(points[0]) && fgets(line, sizeof(line), f)) {
+		char *p = line;
+
+		/* the fifth field is the mount point */
+		for (int i = 0; i < 4 && p; i++) {
+			p = strchr(p, ' ');
+			if (p)
+				p++;
+		}
+		if (!p || strncmp(p, dir, len) != 0 || p[len] != '/')
+			continue;
+		p[strcspn(p, " ")] = '\0';
+		points[n] = strdup(p);
+		if (points[n])
+			n++;
+	}
+	fclose(f);
+	/* mountinfo lists a mount after the one it sits on */
+	while (n > 0) {
+		n--;
+		if (umount2(points[n], MNT_DETACH) < 0)
+			fprintf(stderr, "pc-test: could not unmount %s: %s\n", points[n],
+				strerror(errno));
+		free(points[n]);
+	}
+}
+
+/* rm -rf dir, after unmounting what is mounted beneath it. */
+static void remove_tree(const char *dir)
 {
 	char cmd[4200];
 
+	if (geteuid() == 0)
+		unmount_beneath(dir);
+	snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "pc-test: could not remove %s\n", dir);
+}
+
+static void remove_scratch(void)
+{
 	for (size_t i = 0; i < npaths; i++)
 		free(paths[i]);
 	free(paths);
@@ -42,13 +96,40 @@ static void remove_scratch(void)
 	if (!scratch)
 		return;
 	/* forked test children exit too: never remove the parent's directory */
-	if (scratch_owner == getpid() && !getenv("PC_TEST_KEEP")) {
-		snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", scratch);
-		if (system(cmd) != 0)
-			fprintf(stderr, "pc-test: could not remove %s\n", scratch);
-	}
+	if (scratch_owner == getpid() && !getenv("PC_TEST_KEEP"))
+		remove_tree(scratch);
 	free(scratch);
 	scratch = NULL;
+}
+
+static void remove_cases(void)
+{
+	if (!cases || cases_owner != getpid() || getenv("PC_TEST_KEEP"))
+		return;
+	remove_tree(cases);
+	free(cases);
+	cases = NULL;
+}
+
+void pc_test_cases_dir(void)
+{
+	const char *env = getenv("PC_TEST_DIR");
+	char tmpl[4096];
+	struct statfs sfs;
+
+	if (scratch || cases)
+		return;
+	snprintf(tmpl, sizeof(tmpl), "%s/pc-test-XXXXXX", env && *env ? env : "/var/tmp");
+	cases = strdup(tmpl);
+	if (!cases || !mkdtemp(cases))
+		die("mkdtemp");
+	cases_owner = getpid();
+	if (chmod(cases, 0755) < 0)
+		die("chmod scratch dir");
+	atexit(remove_cases);
+	/* on tmpfs pc_test_dir() says SKIP, in the case that needs it */
+	if (statfs(cases, &sfs) == 0 && sfs.f_type != TMPFS_MAGIC && setenv("PC_TEST_DIR", cases, 1) < 0)
+		die("setenv");
 }
 
 const char *pc_test_dir(void)

@@ -15,6 +15,12 @@
  * when it is on tmpfs (eviction does not work there). */
 const char *pc_test_dir(void);
 
+/* Called by a suite's main before it runs the cases: a directory of its
+ * own that every forked case makes its scratch directory in ($PC_TEST_DIR),
+ * removed at the suite's exit, with whatever is still mounted beneath it.
+ * A case that fails dies without removing its own (nor undoing its mounts). */
+void pc_test_cases_dir(void);
+
 /* A path in pc_test_dir() (static buffer per call site is not needed: the
  * string is malloc'ed and freed at exit). */
 const char *pc_test_path(const char *name);
