@@ -111,21 +111,30 @@ static void remove_cases(void)
 	cases = NULL;
 }
 
-void pc_test_cases_dir(void)
+/* A fresh directory (mode 0755) under $PC_TEST_DIR, or /var/tmp: a private
+ * one, so that parallel suites never collide. */
+static char *make_temp_dir(void)
 {
 	const char *env = getenv("PC_TEST_DIR");
-	char tmpl[4096];
+	char tmpl[4096], *dir;
+
+	snprintf(tmpl, sizeof(tmpl), "%s/pc-test-XXXXXX", env && *env ? env : "/var/tmp");
+	dir = strdup(tmpl);
+	if (!dir || !mkdtemp(dir))
+		die("mkdtemp");
+	if (chmod(dir, 0755) < 0)
+		die("chmod scratch dir");
+	return dir;
+}
+
+void pc_test_cases_dir(void)
+{
 	struct statfs sfs;
 
 	if (scratch || cases)
 		return;
-	snprintf(tmpl, sizeof(tmpl), "%s/pc-test-XXXXXX", env && *env ? env : "/var/tmp");
-	cases = strdup(tmpl);
-	if (!cases || !mkdtemp(cases))
-		die("mkdtemp");
+	cases = make_temp_dir();
 	cases_owner = getpid();
-	if (chmod(cases, 0755) < 0)
-		die("chmod scratch dir");
 	atexit(remove_cases);
 	/* on tmpfs pc_test_dir() says SKIP, in the case that needs it */
 	if (statfs(cases, &sfs) == 0 && sfs.f_type != TMPFS_MAGIC && setenv("PC_TEST_DIR", cases, 1) < 0)
@@ -135,25 +144,11 @@ void pc_test_cases_dir(void)
 const char *pc_test_dir(void)
 {
 	struct statfs sfs;
-	const char *env;
 
 	if (scratch)
 		return scratch;
-	env = getenv("PC_TEST_DIR");
-	if (env && *env) {
-		char tmpl[4096];
-
-		/* a private subdirectory, so parallel suites never collide */
-		snprintf(tmpl, sizeof(tmpl), "%s/pc-test-XXXXXX", env);
-		scratch = strdup(tmpl);
-	} else {
-		scratch = strdup("/var/tmp/pc-test-XXXXXX");
-	}
-	if (!scratch || !mkdtemp(scratch))
-		die("mkdtemp");
+	scratch = make_temp_dir();
 	scratch_owner = getpid();
-	if (chmod(scratch, 0755) < 0)
-		die("chmod scratch dir");
 	atexit(remove_scratch);
 	if (statfs(scratch, &sfs) == 0 && sfs.f_type == TMPFS_MAGIC) {
 		printf("SKIP: scratch directory %s is on tmpfs: eviction does not work there\n",
