@@ -1118,6 +1118,23 @@ static void map_keep(struct restore *c, char *base, uint64_t pages, bool holey)
 					     .holey = holey };
 }
 
+/* Whether e's runs are all up to date in map r, as mincore answered
+ * into c->mapvec for it: 1 or 0; -1 when e is not in r. */
+static int map_complete(const struct restore *c, const struct mapreg *r, const struct early *e)
+{
+	uintptr_t lo = (uintptr_t)r->base, at = (uintptr_t)e->map;
+	uint64_t p, n;
+
+	if (!e->map || at < lo || at >= lo + (uintptr_t)(r->pages * c->ps))
+		return -1;
+	p = (uint64_t)(at - lo) / c->ps;
+	n = early_pages(e);
+	for (uint64_t q = 0; q < n; q++)
+		if (!(c->mapvec[p + q] & 1))
+			return 0;
+	return 1;
+}
+
 /*
  * The early look at the files of batch maps (job_map()) whose time has
  * come: one mincore for each whole map, which is then dropped. Its files
@@ -1127,7 +1144,6 @@ static void early_look_maps(struct restore *c, size_t due)
 {
 	for (size_t k = 0; k < c->nreg;) {
 		struct mapreg *r = &c->reg[k];
-		uintptr_t lo = (uintptr_t)r->base, hi = lo + (uintptr_t)(r->pages * c->ps);
 
 		if (r->batch + EARLY_LAG > c->batches) {
 			k++;
@@ -1135,18 +1151,10 @@ static void early_look_maps(struct restore *c, size_t due)
 		}
 		if (mincore(r->base, (size_t)(r->pages * c->ps), c->mapvec) == 0) {
 			for (size_t i = 0; i < due; i++) {
-				struct early *e = &c->early[i];
-				uintptr_t at = (uintptr_t)e->map;
-				uint64_t p, n;
+				int done = map_complete(c, r, &c->early[i]);
 
-				if (!e->map || at < lo || at >= hi)
-					continue;
-				p = (uint64_t)(at - lo) / c->ps;
-				n = early_pages(e);
-				e->seen = 1;
-				for (uint64_t q = 0; q < n; q++)
-					if (!(c->mapvec[p + q] & 1))
-						e->seen = 0;
+				if (done >= 0)
+					c->early[i].seen = (signed char)done;
 			}
 		}
 		map_drop(c, k); /* the last one moved to k */
@@ -1175,22 +1183,16 @@ static void early_finish(struct restore *c)
 
 		for (size_t k = 0; k < c->nreg; k++) {
 			struct mapreg *r = &c->reg[k];
-			uintptr_t lo = (uintptr_t)r->base, hi = lo + (uintptr_t)(r->pages * c->ps);
 
 			if (mincore(r->base, (size_t)(r->pages * c->ps), c->mapvec) != 0)
 				continue;
 			for (size_t i = 0; i < c->nearly; i++) {
 				struct early *e = &c->early[i];
-				uintptr_t at = (uintptr_t)e->map;
-				uint64_t p, n, q;
+				int done = map_complete(c, r, e);
 
-				if (!e->map || at < lo || at >= hi)
+				if (done < 0)
 					continue;
-				p = (uint64_t)(at - lo) / c->ps;
-				n = early_pages(e);
-				for (q = 0; q < n && (c->mapvec[p + q] & 1); q++)
-					;
-				if (q == n && set_state(c, e->file, FILE_COMPLETE) == 0) {
+				if (done && set_state(c, e->file, FILE_COMPLETE) == 0) {
 					drop_fd(c, e->file);
 					e->map = NULL;
 					e->nruns = 0; /* done: dropped below */
