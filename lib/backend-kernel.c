@@ -536,8 +536,8 @@ static int k_find_cold_page(struct pc_backend *b, int dirfd, struct pc_bfile **o
 		}
 		/* Only a file whose residency we see truthfully can be watched. */
 		if (pc_gate_predict(fd) == 1 && k_fstat(b, f, &st) == 0 &&
-		    k_mincore(b, f, pc_div_round_up(st.size, pc_page_size()) +
-				   (2u << 20) / (uint64_t)pc_page_size() + 1, 1, &v) == 0 &&
+		    k_mincore(b, f, pc_never_cached_page(st.size, (uint64_t)pc_page_size()), 1,
+			      &v) == 0 &&
 		    !(v & 1) && cold_page_of(f, page) == 0) {
 			*out = f;
 			ret = 0;

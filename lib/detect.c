@@ -16,13 +16,10 @@
 #include "backend.h"
 #include "pc-private.h"
 
-/* Pages past EOF far enough that no folio (at most PMD-sized and aligned)
- * can hold them: 2 MiB beyond the last page, plus one. */
+/* A page past EOF that no folio can hold (pc_never_cached_page()). */
 static uint64_t beyond_eof_page(struct pc_backend *b, uint64_t size)
 {
-	uint64_t ps = (uint64_t)b->ops->page_size(b);
-
-	return pc_div_round_up(size, ps) + (UINT64_C(2) << 20) / ps + 1;
+	return pc_never_cached_page(size, (uint64_t)b->ops->page_size(b));
 }
 
 /* Step 1: own memfd of two pages, page 0 written, mincore on a fresh

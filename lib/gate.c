@@ -385,9 +385,8 @@ static int overlay_asked(int fd, const struct stat *st)
 	if (!S_ISREG(st->st_mode) || on_overlayfs(fd) != 1 ||
 	    pc_detect_mincore() != PC_MINCORE_GATED_FAKED || ps <= 0)
 		return NOT_ASKED;
-	/* past the end, a readahead window and any large folio */
-	page = pc_div_round_up((uint64_t)st->st_size, (uint64_t)ps) +
-	       (UINT64_C(2) << 20) / (uint64_t)ps + 1;
+	/* past the end and any large folio */
+	page = pc_never_cached_page((uint64_t)st->st_size, (uint64_t)ps);
 	if (page > (uint64_t)INT64_MAX / (uint64_t)ps - 1)
 		return NOT_ASKED;
 	map = mmap(NULL, (size_t)ps, PROT_NONE, MAP_SHARED, fd, (off_t)(page * (uint64_t)ps));

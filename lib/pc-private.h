@@ -38,6 +38,16 @@ static inline uint64_t pc_div_round_up(uint64_t n, uint64_t d)
 	return n / d + (n % d != 0);
 }
 
+/* A page of a file of size bytes (pages of ps bytes) that no folio holds,
+ * so never cached (KERNEL.md section 5): one page more than the largest
+ * folio past the last page. Folios are at most PMD sized and aligned, and
+ * a PMD maps a page table page of 8-byte entries: ps / 8 pages (2 MiB on
+ * 4 KiB pages, 32 MiB on 16 KiB, 512 MiB on 64 KiB). */
+static inline uint64_t pc_never_cached_page(uint64_t size, uint64_t ps)
+{
+	return pc_div_round_up(size, ps) + ps / 8 + 1;
+}
+
 /* cachestat(2), raw: flags passed through so detection can probe with 1. */
 int pc_sys_cachestat(int fd, uint64_t offset, uint64_t length, unsigned int flags,
 		     struct pc_cachestat *out);

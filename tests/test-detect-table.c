@@ -160,6 +160,41 @@ START_TEST(mincore_detection_is_repeatable)
 }
 END_TEST
 
+/* Step 2's page past EOF lies beyond any folio on every page size: where
+ * a PMD folio that holds the system file's last page (cached) covers the
+ * pages after EOF to its end (page size / 8 pages: 32 MiB on 16 KiB pages,
+ * 512 MiB on 64 KiB), a page 2 MiB past EOF reads 1 and a truthful kernel
+ * would be taken for one that fakes. _i: page size x mincore mode. */
+START_TEST(mincore_probe_passes_any_folio)
+{
+	static const long sizes[] = { 4096, 16384, 65536 };
+	static const int modes[] = { PC_MINCORE_FULL, PC_MINCORE_GATED_FAKED,
+				     PC_MINCORE_GATED_MAPPED };
+	long ps = sizes[_i % 3];
+	int mode = modes[_i / 3];
+	struct pc_scripted_kernel k;
+	struct world w;
+	uint64_t last;
+	char what[96];
+	int got;
+
+	pc_scripted_kernel_init(&k, mode, PC_CACHESTAT_GATED, PC_NOWAIT_DESTRUCTIVE);
+	apply_caller(&k, CALLER_ROOT);
+	k.page_size = ps;
+	k.pmd_tail = 1;
+	world_init(&w, &k);
+	last = pc_scripted_file_npages(w.sys) - 1;
+	pc_scripted_set_resident(w.sys, last, 1);
+	w.sys_truth[last] = 1;
+	snprintf(what, sizeof(what), "%ld-byte pages, mincore %s", ps, pc_mincore_mode_name(mode));
+	got = pc_detect_mincore_on(w.b);
+	ck_assert_msg(got == mode, "%s: detected %d (%s)", what, got,
+		      got >= 0 ? pc_mincore_mode_name(got) : "error");
+	assert_side_effect_free(&w, what);
+	pc_scripted_free(w.s);
+}
+END_TEST
+
 /* Without a system file, step 2 cannot run: page-cache kernels must not be
  * given a definite mode. */
 START_TEST(mincore_without_system_file_is_not_guessed)
@@ -580,6 +615,7 @@ int main(void)
 
 	tcase_add_loop_test(tm, mincore_mode_is_classified, 0, NMINCORE * NCACHESTAT * CALLER_COUNT);
 	tcase_add_test(tm, mincore_detection_is_repeatable);
+	tcase_add_loop_test(tm, mincore_probe_passes_any_folio, 0, 9);
 	tcase_add_test(tm, mincore_without_system_file_is_not_guessed);
 	tcase_add_test(tm, mincore_without_scratch_is_not_guessed);
 	tcase_add_test(tm, mincore_error_is_not_an_answer);

@@ -136,6 +136,17 @@ static int op_fstat(struct pc_backend *b, struct pc_bfile *f, struct pc_bstat *s
 	return 0;
 }
 
+/* Whether the page cache holds file page p, as mincore's lookup finds it:
+ * past EOF, in the last page's PMD folio (pmd_tail). */
+static int page_cached(const struct pc_scripted *s, const struct pc_sfile *file, uint64_t p)
+{
+	uint64_t n = file_npages(file), pmd = file->ps / 8;
+
+	if (s->k.pmd_tail && n && p >= n && pmd && p < (n + pmd - 1) / pmd * pmd)
+		return page_resident(s, file, n - 1);
+	return page_resident(s, file, p);
+}
+
 /* What mincore reports for file page p through a fresh, untouched mapping. */
 static unsigned char mincore_byte(struct pc_scripted *s, const struct pc_sfile *file, uint64_t p)
 {
@@ -143,11 +154,11 @@ static unsigned char mincore_byte(struct pc_scripted *s, const struct pc_sfile *
 
 	switch (s->k.mincore) {
 	case PC_MINCORE_FULL:
-		return page_resident(s, file, p);
+		return page_cached(s, file, p);
 	case PC_MINCORE_GATED_FAKED:
-		return gate ? page_resident(s, file, p) : 1;
+		return gate ? page_cached(s, file, p) : 1;
 	case PC_MINCORE_GATED_MAPPED:
-		return gate ? page_resident(s, file, p) : page_mapped(s, file, p);
+		return gate ? page_cached(s, file, p) : page_mapped(s, file, p);
 	case PC_MINCORE_MAPPED_ONLY:
 		return page_mapped(s, file, p);
 	case PC_MINCORE_USELESS:

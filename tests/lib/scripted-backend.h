@@ -80,6 +80,10 @@ struct pc_scripted_kernel {
 	int caller_privileged; /* self is root (CAP_FOWNER): new files' gate passes for self */
 	int as_nobody_error;   /* 0: as_nobody runs fn as uid 65534; else its -errno */
 	long page_size;        /* bytes */
+	/* mincore finds a PMD-sized folio (page_size / 8 pages, aligned) that
+	 * holds a file's last page cached over the pages after EOF up to its
+	 * end too, as shmem's huge pages do; 0: no page past EOF is cached */
+	int pmd_tail;
 	/* What the modes op reports (as if detected); defaults to the truth. */
 	int modes_mincore;
 	int modes_cachestat;
