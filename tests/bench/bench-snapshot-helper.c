@@ -12,6 +12,12 @@
  *   bench-snapshot-helper willneed8 SNAPSHOT ROOT
  *       happycache's load: POSIX_FADV_WILLNEED on runs of at most 8 pages,
  *       one call each
+ *   bench-snapshot-helper diskorder SNAPSHOT ROOT
+ *       the disk order alone, for doc/design.md's open question: each file
+ *       opened beneath ROOT (openat2), fstat, FIEMAP of its first run and
+ *       cachestat of each run on two threads; then, in the order of the
+ *       first runs' disk addresses, readahead(2) of each run not all
+ *       cached, and close, on one. Nothing counted, nothing looked at.
  *   bench-snapshot-helper readahead FILE CHUNK_BYTES
  *       readahead(2) over the whole file in chunks
  *   bench-snapshot-helper pattern FILE RUN_BYTES
@@ -22,10 +28,16 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
+#include <linux/openat2.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,6 +49,10 @@ struct file {
 	size_t n;
 	uint64_t pages;
 	int done;
+	/* diskorder */
+	int fd;
+	uint64_t key;              /* the first run's disk address */
+	uint64_t cached;           /* bit k: runs[k] all cached (k < 64) */
 };
 
 static double now(void)
@@ -213,6 +229,101 @@ static int cmd_willneed8(const char *snap, const char *root)
 	return 0;
 }
 
+struct order {
+	struct file *files;
+	size_t n;
+	size_t next;               /* atomic */
+	int dirfd;
+	uint64_t ps;
+};
+
+static int open_beneath(int dirfd, const char *path)
+{
+	struct open_how how = {
+		.flags = O_RDONLY | O_NONBLOCK | O_NOATIME | O_NOFOLLOW | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+	};
+
+	return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+}
+
+static void *order_open(void *arg)
+{
+	struct order *o = arg;
+	size_t i;
+
+	while ((i = __atomic_fetch_add(&o->next, 1, __ATOMIC_RELAXED)) < o->n) {
+		struct file *f = &o->files[i];
+		union {
+			struct fiemap fm;
+			char room[sizeof(struct fiemap) + sizeof(struct fiemap_extent)];
+		} q;
+		struct stat st;
+
+		f->key = UINT64_MAX;
+		f->fd = open_beneath(o->dirfd, f->path);
+		if (f->fd < 0 || !f->n)
+			continue; /* EMFILE: opened again when read */
+		if (fstat(f->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+			close(f->fd);
+			f->fd = -2;
+			continue;
+		}
+		memset(&q, 0, sizeof(q));
+		q.fm.fm_start = f->runs[0].page * o->ps;
+		q.fm.fm_length = f->runs[0].npages * o->ps;
+		q.fm.fm_extent_count = 1;
+		if (ioctl(f->fd, FS_IOC_FIEMAP, &q) == 0 && q.fm.fm_mapped_extents)
+			f->key = q.fm.fm_extents[0].fe_physical;
+		for (size_t k = 0; k < f->n && k < 64; k++) {
+			struct pc_cachestat cs;
+
+			if (pc_cachestat(f->fd, f->runs[k].page * o->ps, f->runs[k].npages * o->ps,
+					 &cs) == 0 && cs.cache >= f->runs[k].npages)
+				f->cached |= UINT64_C(1) << k;
+		}
+	}
+	return NULL;
+}
+
+static int key_cmp(const void *pa, const void *pb)
+{
+	const struct file *a = pa, *b = pb;
+
+	return a->key < b->key ? -1 : a->key > b->key;
+}
+
+static int cmd_diskorder(const char *snap, const char *root)
+{
+	struct order o = { .ps = (uint64_t)pc_page_size() };
+	pthread_t tid;
+	int helper;
+
+	o.files = load(snap, &o.n);
+	o.dirfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (o.dirfd < 0)
+		die(root, errno);
+	helper = pthread_create(&tid, NULL, order_open, &o) == 0;
+	order_open(&o);
+	if (helper)
+		pthread_join(tid, NULL);
+	qsort(o.files, o.n, sizeof(*o.files), key_cmp);
+	for (size_t i = 0; i < o.n; i++) {
+		struct file *f = &o.files[i];
+
+		if (f->fd == -1)
+			f->fd = open_beneath(o.dirfd, f->path);
+		if (f->fd < 0)
+			continue;
+		for (size_t k = 0; k < f->n; k++)
+			if (k >= 64 || !(f->cached & (UINT64_C(1) << k)))
+				readahead(f->fd, (off64_t)(f->runs[k].page * o.ps),
+					  (size_t)(f->runs[k].npages * o.ps));
+		close(f->fd);
+	}
+	return 0;
+}
+
 static int cmd_readahead(const char *path, uint64_t chunk)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -275,6 +386,8 @@ int main(int argc, char **argv)
 		return cmd_poll(argv[2], argv[3], argc > 4 ? atof(argv[4]) : 120.0);
 	if (argc == 4 && strcmp(argv[1], "willneed8") == 0)
 		return cmd_willneed8(argv[2], argv[3]);
+	if (argc == 4 && strcmp(argv[1], "diskorder") == 0)
+		return cmd_diskorder(argv[2], argv[3]);
 	if (argc == 4 && strcmp(argv[1], "readahead") == 0)
 		return cmd_readahead(argv[2], strtoull(argv[3], NULL, 0));
 	if (argc == 4 && strcmp(argv[1], "pattern") == 0)
