@@ -14,7 +14,8 @@
  *       one call each
  *   bench-snapshot-helper diskorder SNAPSHOT ROOT
  *       the disk order alone, for doc/design.md's open question: each file
- *       opened beneath ROOT (openat2), fstat, FIEMAP of its first run and
+ *       opened beneath ROOT (openat2, without restore's O_PATH check that
+ *       never opens a device node), fstat, FIEMAP of its first run and
  *       cachestat of each run on two threads; then, in the order of the
  *       first runs' disk addresses, readahead(2) of each run not all
  *       cached, and close, on one. Nothing counted, nothing looked at.
@@ -263,7 +264,7 @@ static void *order_open(void *arg)
 		f->key = UINT64_MAX;
 		f->fd = open_beneath(o->dirfd, f->path);
 		if (f->fd < 0 || !f->n)
-			continue; /* EMFILE: opened again when read */
+			continue; /* out of fds: opened again when read */
 		if (fstat(f->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 			close(f->fd);
 			f->fd = -2;
