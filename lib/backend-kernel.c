@@ -23,6 +23,7 @@
 
 #include "backend.h"
 #include "pc-private.h"
+#include "uring-ring.h"
 #include "valgrind-compat.h"
 
 #ifndef RWF_NOWAIT
@@ -618,10 +619,9 @@ int pc_kernel_io_uring_works(void)
 	}
 	sqe = io_uring_get_sqe(&ring);
 	if (sqe) {
-		io_uring_prep_read(sqe, f->fd, &byte, 1, 0);
-		sqe->rw_flags = RWF_NOWAIT;
+		pc_uring_sqe_read(sqe, f->fd, &byte, 1, 0, true);
 		if (io_uring_submit_and_wait(&ring, 1) == 1 && io_uring_peek_cqe(&ring, &cqe) == 0) {
-			works = cqe->res == 1 || cqe->res == -EAGAIN;
+			works = pc_uring_cqe_res(cqe) == 1 || pc_uring_cqe_res(cqe) == -EAGAIN;
 			io_uring_cqe_seen(&ring, cqe);
 		}
 	}

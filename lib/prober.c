@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "pc-private.h"
+#include "uring-ring.h"
 #include "valgrind-compat.h"
 
 #ifndef RWF_NOWAIT
@@ -113,18 +114,12 @@ static ssize_t probe_preadv2(struct pc_prober *p, int fd, uint64_t page_size,
 /* io_uring_enter failures in a row, without a completion, before giving up. */
 #define PC_PROBER_MAX_STALLS 16
 
-/*
- * The only accesses to ring memory (SQEs and CQEs, shared with the kernel)
- * outside liburing.h's own inline functions. ThreadSanitizer never sees
- * liburing map or unmap a ring, so it takes accesses to a new ring at a
- * freed ring's address for races with the old owner: tests/tsan.supp names
- * these three functions, and liburing.h, for that reason.
- */
+/* SQEs of the ring (uring-ring.h says why ring memory is touched only
+ * there and in liburing.h). */
 static void uring_sqe_probe(struct io_uring_sqe *sqe, int fd, char *sink, uint64_t offset,
 			    uint64_t idx)
 {
-	io_uring_prep_read(sqe, fd, sink, 1, offset);
-	sqe->rw_flags = RWF_NOWAIT;
+	pc_uring_sqe_read(sqe, fd, sink, 1, offset, true);
 	io_uring_sqe_set_data64(sqe, idx);
 }
 
@@ -132,11 +127,6 @@ static void uring_sqe_stale(struct io_uring_sqe *sqe)
 {
 	io_uring_prep_nop(sqe);
 	io_uring_sqe_set_data64(sqe, PC_PROBE_STALE);
-}
-
-static int uring_cqe_res(const struct io_uring_cqe *cqe)
-{
-	return cqe->res;
 }
 
 /*
@@ -162,7 +152,7 @@ static unsigned int ring_reap(struct pc_prober *p, size_t n, uint8_t *resident, 
 
 	while (io_uring_peek_cqe(&p->ring, &cqe) == 0) {
 		uint64_t idx = io_uring_cqe_get_data64(cqe);
-		int r = probe_result(uring_cqe_res(cqe));
+		int r = probe_result(pc_uring_cqe_res(cqe));
 
 		io_uring_cqe_seen(&p->ring, cqe);
 		p->outstanding--;

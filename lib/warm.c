@@ -29,6 +29,7 @@
 #include "backend.h"
 #include "opts.h"
 #include "pc-private.h"
+#include "uring-ring.h"
 
 #define PC_WARM_BATCH_RUNS 1024
 #define PC_WARM_WINDOW_BYTES (UINT64_C(1) << 30) /* residency checked 1 GiB at a time */
@@ -294,7 +295,7 @@ static int next_resident(uint64_t own, const struct pc_residency *r, uint64_t fr
 static int uring_reap(struct warm *w, int wait)
 {
 	struct io_uring_cqe *cqe;
-	int ret = wait ? io_uring_wait_cqe(&w->ring, &cqe) : io_uring_peek_cqe(&w->ring, &cqe);
+	int res, ret = wait ? io_uring_wait_cqe(&w->ring, &cqe) : io_uring_peek_cqe(&w->ring, &cqe);
 
 	if (ret == -EAGAIN && !wait)
 		return 0;
@@ -302,10 +303,11 @@ static int uring_reap(struct warm *w, int wait)
 		return 0;
 	if (ret < 0)
 		return ret;
-	if (cqe->res < 0 && !w->io_err)
-		w->io_err = cqe->res;
-	else if (cqe->res > 0)
-		w->done += (uint64_t)cqe->res;
+	res = pc_uring_cqe_res(cqe);
+	if (res < 0 && !w->io_err)
+		w->io_err = res;
+	else if (res > 0)
+		w->done += (uint64_t)res;
 	io_uring_cqe_seen(&w->ring, cqe);
 	w->inflight--;
 	return 1;
