@@ -9,11 +9,17 @@
  *       is resident under ROOT (or none arrived for 2 s); prints
  *       "resident=<percent> last=<epoch seconds when the count last grew>
  *       first=<1 when the first pass found them all resident already>"
+ *   bench-snapshot-helper iowatch STATFILE
+ *       read a block device's stat file (/sys/dev/block/M:m/stat) every
+ *       millisecond until SIGTERM, then print "reads=<n> last=<epoch
+ *       seconds when its count of sectors read last grew>" (last=0 when
+ *       it never did): when the reads of a method that returns before its
+ *       pages land (readahead(2), WILLNEED) ended, to the millisecond
  *   bench-snapshot-helper willneed8 SNAPSHOT ROOT
  *       happycache's load: POSIX_FADV_WILLNEED on runs of at most 8 pages,
  *       one call each
  *   bench-snapshot-helper diskorder SNAPSHOT ROOT
- *       the disk order alone, for doc/design.md's open question: each file
+ *       the disk order alone, as doc/design.md measures it: each file
  *       opened beneath ROOT (openat2, without restore's O_PATH check that
  *       never opens a device node), fstat, FIEMAP of its first run and
  *       cachestat of each run on two threads; then, in the order of the
@@ -33,10 +39,12 @@
 #include <linux/fs.h>
 #include <linux/openat2.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -325,6 +333,68 @@ static int cmd_diskorder(const char *snap, const char *root)
 	return 0;
 }
 
+static volatile sig_atomic_t stop_watch;
+
+static void on_term(int sig)
+{
+	(void)sig;
+	stop_watch = 1;
+}
+
+/* Sectors read so far (the third field of a block device's stat file);
+ * -1 when it cannot be read. */
+static long long sectors_read(int fd)
+{
+	char buf[512];
+	unsigned long long ios, merges, sectors;
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	if (sscanf(buf, "%llu %llu %llu", &ios, &merges, &sectors) != 3)
+		return -1;
+	return (long long)sectors;
+}
+
+static int cmd_iowatch(const char *statfile)
+{
+	struct sigaction sa = { .sa_handler = on_term };
+	int fd = open(statfile, O_RDONLY | O_CLOEXEC);
+	long long first, prev, now_s;
+	double last = 0;
+	long reads = 0;
+
+	if (fd < 0 || (first = sectors_read(fd)) < 0)
+		die(statfile, fd < 0 ? errno : EINVAL);
+	sigaction(SIGTERM, &sa, NULL);
+	/* a bench killed midway leaves no watch behind */
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	if (getppid() == 1)
+		stop_watch = 1;
+	prev = first;
+	while (!stop_watch) {
+		struct timespec ms = { 0, 1000000 };
+
+		now_s = sectors_read(fd);
+		if (now_s > prev) {
+			prev = now_s;
+			last = wall();
+			reads++;
+		}
+		nanosleep(&ms, NULL);
+	}
+	/* what landed between the last look and the signal */
+	now_s = sectors_read(fd);
+	if (now_s > prev) {
+		last = wall();
+		reads++;
+	}
+	printf("reads=%ld last=%.6f\n", reads, last);
+	close(fd);
+	return 0;
+}
+
 static int cmd_readahead(const char *path, uint64_t chunk)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -387,6 +457,8 @@ int main(int argc, char **argv)
 		return cmd_poll(argv[2], argv[3], argc > 4 ? atof(argv[4]) : 120.0);
 	if (argc == 4 && strcmp(argv[1], "willneed8") == 0)
 		return cmd_willneed8(argv[2], argv[3]);
+	if (argc == 3 && strcmp(argv[1], "iowatch") == 0)
+		return cmd_iowatch(argv[2]);
 	if (argc == 4 && strcmp(argv[1], "diskorder") == 0)
 		return cmd_diskorder(argv[2], argv[3]);
 	if (argc == 4 && strcmp(argv[1], "readahead") == 0)
