@@ -1846,8 +1846,8 @@ static void jobq_drop(struct jobq *q)
  * the gain on that tree, whose names' order spreads over the whole disk.
  * The window's fds are kept from the opening to the warming, as many as
  * the kept fds leave room for; the rest are opened again then. When the
- * host served that disk from its cache, the disk order lost instead
- * (choose_order()).
+ * host served that disk from its cache, the disk order still had the pages
+ * back sooner, though the command ended later (choose_order()).
  */
 #define WIN_FILES 65536
 #define WIN_RUNS (1 << 18)
