@@ -619,9 +619,11 @@ int pc_kernel_io_uring_works(void)
 	}
 	sqe = io_uring_get_sqe(&ring);
 	if (sqe) {
-		pc_uring_sqe_read(sqe, f->fd, &byte, 1, 0, true);
+		pc_uring_sqe_read_nowait(sqe, f->fd, &byte, 1, 0);
 		if (io_uring_submit_and_wait(&ring, 1) == 1 && io_uring_peek_cqe(&ring, &cqe) == 0) {
-			works = pc_uring_cqe_res(cqe) == 1 || pc_uring_cqe_res(cqe) == -EAGAIN;
+			int res = pc_uring_cqe_res(cqe);
+
+			works = res == 1 || res == -EAGAIN;
 			io_uring_cqe_seen(&ring, cqe);
 		}
 	}

@@ -119,7 +119,7 @@ static ssize_t probe_preadv2(struct pc_prober *p, int fd, uint64_t page_size,
 static void uring_sqe_probe(struct io_uring_sqe *sqe, int fd, char *sink, uint64_t offset,
 			    uint64_t idx)
 {
-	pc_uring_sqe_read(sqe, fd, sink, 1, offset, true);
+	pc_uring_sqe_read_nowait(sqe, fd, sink, 1, offset);
 	io_uring_sqe_set_data64(sqe, idx);
 }
 

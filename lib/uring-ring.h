@@ -12,17 +12,15 @@
 #define PC_URING_RING_H
 
 #include <liburing.h>
-#include <stdbool.h>
 #include <stdint.h>
 #include <sys/uio.h>
 
-/* sqe: a read of len bytes of fd at off into buf, RWF_NOWAIT if nowait. */
-static inline void pc_uring_sqe_read(struct io_uring_sqe *sqe, int fd, void *buf, unsigned int len,
-				     uint64_t off, bool nowait)
+/* sqe: an RWF_NOWAIT read of len bytes of fd at off into buf. */
+static inline void pc_uring_sqe_read_nowait(struct io_uring_sqe *sqe, int fd, void *buf,
+					    unsigned int len, uint64_t off)
 {
 	io_uring_prep_read(sqe, fd, buf, len, off);
-	if (nowait)
-		sqe->rw_flags = RWF_NOWAIT;
+	sqe->rw_flags = RWF_NOWAIT;
 }
 
 /* cqe's result: bytes, or -errno. */

@@ -11,9 +11,9 @@
  *       first=<1 when the first pass found them all resident already>"
  *   bench-snapshot-helper iowatch STATFILE
  *       read a block device's stat file (/sys/dev/block/M:m/stat) every
- *       millisecond until SIGTERM, then print "reads=<n> last=<epoch
- *       seconds when its count of sectors read last grew>" (last=0 when
- *       it never did): when the reads of a method that returns before its
+ *       millisecond until SIGTERM, then print "last=<epoch seconds when
+ *       its count of sectors read last grew>" (last=0 when it never did):
+ *       when the reads of a method that returns before its
  *       pages land (readahead(2), WILLNEED) ended, to the millisecond
  *   bench-snapshot-helper willneed8 SNAPSHOT ROOT
  *       happycache's load: POSIX_FADV_WILLNEED on runs of at most 8 pages,
@@ -40,6 +40,7 @@
 #include <linux/openat2.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -361,36 +362,32 @@ static int cmd_iowatch(const char *statfile)
 {
 	struct sigaction sa = { .sa_handler = on_term };
 	int fd = open(statfile, O_RDONLY | O_CLOEXEC);
-	long long first, prev, now_s;
+	long long prev, now_s;
 	double last = 0;
-	long reads = 0;
 
-	if (fd < 0 || (first = sectors_read(fd)) < 0)
+	if (fd < 0 || (prev = sectors_read(fd)) < 0)
 		die(statfile, fd < 0 ? errno : EINVAL);
 	sigaction(SIGTERM, &sa, NULL);
 	/* a bench killed midway leaves no watch behind */
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
 	if (getppid() == 1)
 		stop_watch = 1;
-	prev = first;
-	while (!stop_watch) {
+	for (;;) {
 		struct timespec ms = { 0, 1000000 };
+		/* read before the stop is seen: what landed since the last
+		 * look counts too */
+		bool stop = stop_watch;
 
 		now_s = sectors_read(fd);
 		if (now_s > prev) {
 			prev = now_s;
 			last = wall();
-			reads++;
 		}
+		if (stop)
+			break;
 		nanosleep(&ms, NULL);
 	}
-	/* what landed between the last look and the signal */
-	now_s = sectors_read(fd);
-	if (now_s > prev) {
-		last = wall();
-		reads++;
-	}
-	printf("reads=%ld last=%.6f\n", reads, last);
+	printf("last=%.6f\n", last);
 	close(fd);
 	return 0;
 }
