@@ -5,14 +5,16 @@
  * the I/O lands).
  *
  *   bench-snapshot-helper poll SNAPSHOT ROOT [TIMEOUT_S]
- *       poll mincore (pc_residency) until every page the snapshot records
- *       is resident under ROOT (or none arrived for 2 s); prints
+ *       poll mincore (pc_residency with PC_RES_FORCE_MINCORE: only pages
+ *       up to date count) until every page the snapshot records is
+ *       resident under ROOT (or none arrived for 2 s); prints
  *       "resident=<percent> last=<epoch seconds when the count last grew>
  *       first=<1 when the first pass found them all resident already>"
  *   bench-snapshot-helper iowatch STATFILE
  *       read a block device's stat file (/sys/dev/block/M:m/stat) every
- *       millisecond until SIGTERM, then print "last=<epoch seconds when
- *       its count of sectors read last grew>" (last=0 when it never did):
+ *       millisecond until SIGTERM and then until no I/O is in flight (10 s
+ *       at most), then print "last=<epoch seconds when its count of
+ *       sectors read last grew>" (last=0 when it never did):
  *       when the reads of a method that returns before its
  *       pages land (readahead(2), WILLNEED) ended, to the millisecond
  *   bench-snapshot-helper willneed8 SNAPSHOT ROOT
@@ -25,6 +27,12 @@
  *       cachestat of each run on two threads; then, in the order of the
  *       first runs' disk addresses, readahead(2) of each run not all
  *       cached, and close, on one. Nothing counted, nothing looked at.
+ *   bench-snapshot-helper direct SNAPSHOT ROOT CHUNK_BYTES DEPTH
+ *       the disk's own pace for exactly the wanted bytes: every run read
+ *       with O_DIRECT (the page cache left alone), in CHUNK_BYTES reads at
+ *       most, DEPTH in flight through io_uring, in the snapshot's order;
+ *       waits for the last one. Prints "bytes=<n> seconds=<s>": what the
+ *       disk gives for those bytes at that moment, without the page cache.
  *   bench-snapshot-helper readahead FILE CHUNK_BYTES
  *       readahead(2) over the whole file in chunks
  *   bench-snapshot-helper pattern FILE RUN_BYTES
@@ -38,6 +46,7 @@
 #include <linux/fiemap.h>
 #include <linux/fs.h>
 #include <linux/openat2.h>
+#include <liburing.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -136,7 +145,12 @@ static uint64_t resident_of(int dirfd, struct file *f)
 
 	if (fd < 0)
 		return 0;
-	if (pc_residency(fd, 0, 0, 0, &r) == 0) {
+	/* mincore: only pages up to date count. pc_residency() takes uniform
+	 * spans from cachestat, which counts pages still being read in: right
+	 * after readahead(2) of a 4 GiB file returned, it said 100% while 200
+	 * requests (17% of the pages) were still on their way, and a method
+	 * that returns before its reads land was timed short */
+	if (pc_residency(fd, 0, 0, PC_RES_FORCE_MINCORE, &r) == 0) {
 		for (size_t i = 0; i < f->n; i++)
 			for (uint64_t p = f->runs[i].page; p < f->runs[i].page + f->runs[i].npages;
 			     p++)
@@ -344,28 +358,32 @@ static void on_term(int sig)
 
 /* Sectors read so far (the third field of a block device's stat file);
  * -1 when it cannot be read. */
-static long long sectors_read(int fd)
+/* The stat file's sectors read, and its I/Os in flight (its ninth field). */
+static long long sectors_read(int fd, unsigned long long *inflight)
 {
 	char buf[512];
-	unsigned long long ios, merges, sectors;
+	unsigned long long f[9];
 	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
 
 	if (n <= 0)
 		return -1;
 	buf[n] = '\0';
-	if (sscanf(buf, "%llu %llu %llu", &ios, &merges, &sectors) != 3)
+	if (sscanf(buf, "%llu %llu %llu %llu %llu %llu %llu %llu %llu", &f[0], &f[1], &f[2], &f[3],
+		   &f[4], &f[5], &f[6], &f[7], &f[8]) != 9)
 		return -1;
-	return (long long)sectors;
+	*inflight = f[8];
+	return (long long)f[2];
 }
 
 static int cmd_iowatch(const char *statfile)
 {
 	struct sigaction sa = { .sa_handler = on_term };
 	int fd = open(statfile, O_RDONLY | O_CLOEXEC);
+	unsigned long long inflight;
 	long long prev, now_s;
-	double last = 0;
+	double last = 0, stopped = 0;
 
-	if (fd < 0 || (prev = sectors_read(fd)) < 0)
+	if (fd < 0 || (prev = sectors_read(fd, &inflight)) < 0)
 		die(statfile, fd < 0 ? errno : EINVAL);
 	sigaction(SIGTERM, &sa, NULL);
 	/* a bench killed midway leaves no watch behind */
@@ -378,17 +396,104 @@ static int cmd_iowatch(const char *statfile)
 		 * look counts too */
 		bool stop = stop_watch;
 
-		now_s = sectors_read(fd);
+		now_s = sectors_read(fd, &inflight);
 		if (now_s > prev) {
 			prev = now_s;
 			last = wall();
 		}
-		if (stop)
+		/* after the stop, until what is in flight has landed (at most
+		 * 10 s more): a method's reads may outlast the poll's pass */
+		if (stop && !stopped)
+			stopped = now();
+		if (stop && (!inflight || now() - stopped > 10))
 			break;
 		nanosleep(&ms, NULL);
 	}
 	printf("last=%.6f\n", last);
 	close(fd);
+	return 0;
+}
+
+/* Wait for one read; its buffer slot goes back on the free stack. */
+static void direct_reap(struct io_uring *ring, unsigned int *free_slots, unsigned int *nfree,
+			uint64_t *bytes)
+{
+	struct io_uring_cqe *cqe;
+	int ret = io_uring_wait_cqe(ring, &cqe);
+
+	if (ret < 0)
+		die("io_uring_wait_cqe", ret);
+	if (cqe->res < 0)
+		die("O_DIRECT read", cqe->res);
+	*bytes += (uint64_t)cqe->res;
+	free_slots[(*nfree)++] = (unsigned int)io_uring_cqe_get_data64(cqe);
+	io_uring_cqe_seen(ring, cqe);
+}
+
+static int cmd_direct(const char *snap, const char *root, uint64_t chunk, unsigned int depth)
+{
+	size_t n;
+	struct file *files = load(snap, &n);
+	int dirfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret;
+	uint64_t ps = (uint64_t)pc_page_size(), bytes = 0;
+	unsigned int *free_slots, nfree;
+	struct io_uring ring;
+	double t0;
+	void *buf;
+
+	if (dirfd < 0)
+		die(root, errno);
+	if (!chunk || chunk % ps || !depth || depth > 1024)
+		die("direct: CHUNK_BYTES must be a multiple of the page size, DEPTH 1-1024", EINVAL);
+	/* a buffer per read in flight: the data is thrown away, but two
+	 * reads landing in one buffer at once would race */
+	free_slots = calloc(depth, sizeof(*free_slots));
+	if (!free_slots || posix_memalign(&buf, (size_t)ps, (size_t)(chunk * depth)))
+		die("memory", ENOMEM);
+	for (nfree = 0; nfree < depth; nfree++)
+		free_slots[nfree] = nfree;
+	ret = io_uring_queue_init(depth, &ring, 0);
+	if (ret < 0)
+		die("io_uring_queue_init", ret);
+	t0 = now();
+	for (size_t i = 0; i < n; i++) {
+		int fd = openat(dirfd, files[i].path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+
+		if (fd < 0)
+			die(files[i].path, errno);
+		for (size_t k = 0; k < files[i].n; k++) {
+			uint64_t off = files[i].runs[k].page * ps;
+			uint64_t end = off + files[i].runs[k].npages * ps;
+
+			while (off < end) {
+				uint64_t len = end - off < chunk ? end - off : chunk;
+				struct io_uring_sqe *sqe;
+				unsigned int slot;
+
+				if (!nfree)
+					direct_reap(&ring, free_slots, &nfree, &bytes);
+				slot = free_slots[--nfree];
+				sqe = io_uring_get_sqe(&ring);
+				if (!sqe)
+					die("io_uring_get_sqe", EBUSY);
+				io_uring_prep_read(sqe, fd, (char *)buf + (size_t)slot * chunk,
+						   (unsigned int)len, off);
+				io_uring_sqe_set_data64(sqe, slot);
+				ret = io_uring_submit(&ring);
+				if (ret < 0)
+					die("io_uring_submit", ret);
+				off += len;
+			}
+		}
+		/* the reads of this file end before its fd goes */
+		while (nfree < depth)
+			direct_reap(&ring, free_slots, &nfree, &bytes);
+		close(fd);
+	}
+	printf("bytes=%llu seconds=%.6f\n", (unsigned long long)bytes, now() - t0);
+	io_uring_queue_exit(&ring);
+	free(free_slots);
+	free(buf);
 	return 0;
 }
 
@@ -458,6 +563,9 @@ int main(int argc, char **argv)
 		return cmd_iowatch(argv[2]);
 	if (argc == 4 && strcmp(argv[1], "diskorder") == 0)
 		return cmd_diskorder(argv[2], argv[3]);
+	if (argc == 6 && strcmp(argv[1], "direct") == 0)
+		return cmd_direct(argv[2], argv[3], strtoull(argv[4], NULL, 0),
+				  (unsigned int)strtoul(argv[5], NULL, 0));
 	if (argc == 4 && strcmp(argv[1], "readahead") == 0)
 		return cmd_readahead(argv[2], strtoull(argv[3], NULL, 0));
 	if (argc == 4 && strcmp(argv[1], "pattern") == 0)
