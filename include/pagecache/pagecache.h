@@ -231,6 +231,13 @@ struct pc_residency;
  * are in the page cache. @offset is rounded down to a page; @length 0 means
  * to the end of the file. Works on regular files, block devices and memfds;
  * other types give -EINVAL (a FIFO is never read).
+ * A page whose read is still in flight is in the cache for cachestat and
+ * not yet for mincore, and spans taken from cachestat (uniform ones, or
+ * every page when it is the source) count it resident: while a large
+ * readahead is landing the answer can run ahead of mincore's (seen: 100%
+ * against 82.5% right after readahead(2) of 4 GiB returned, 200 requests
+ * in flight). To wait until pages are up to date, ask with
+ * PC_RES_FORCE_MINCORE where pc_can_do_mincore() says it tells the truth.
  *
  * The answer is labelled: PC_QUALITY_EXACT when the kernel told the truth
  * (mincore whose beyond-EOF probe reads 0, cachestat, or RWF_NOWAIT probes),
