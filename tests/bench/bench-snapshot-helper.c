@@ -28,10 +28,12 @@
  *       first runs' disk addresses, readahead(2) of each run not all
  *       cached, and close, on one. Nothing counted, nothing looked at.
  *   bench-snapshot-helper direct SNAPSHOT ROOT CHUNK_BYTES DEPTH
- *       the disk's own pace for exactly the wanted bytes: every run read
- *       with O_DIRECT (the page cache left alone), in CHUNK_BYTES reads at
- *       most, DEPTH in flight through io_uring, in the snapshot's order;
- *       waits for the last one. Prints "bytes=<n> seconds=<s>": what the
+ *       the disk's own pace for exactly the wanted bytes: the files
+ *       opened with O_DIRECT and their runs cut into reads of CHUNK_BYTES
+ *       at most, sorted by where they lie on the disk (FIEMAP), as many
+ *       files at a time as the fd limit allows (untimed); then those
+ *       reads, DEPTH in flight through io_uring, the page cache left
+ *       alone, until the last one lands (timed). Prints "bytes=<n> seconds=<s>": what the
  *       disk gives for those bytes at that moment, without the page cache.
  *   bench-snapshot-helper readahead FILE CHUNK_BYTES
  *       readahead(2) over the whole file in chunks
@@ -55,6 +57,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -414,6 +417,40 @@ static int cmd_iowatch(const char *statfile)
 	return 0;
 }
 
+/* A read of cmd_direct(): where its bytes lie on the disk, and which. */
+struct dread {
+	uint64_t phys;             /* UINT64_MAX: not known (sorted last) */
+	uint64_t off, len;
+	int fd;
+};
+
+static int dread_cmp(const void *pa, const void *pb)
+{
+	const struct dread *a = pa, *b = pb;
+
+	if (a->phys != b->phys)
+		return a->phys < b->phys ? -1 : 1;
+	return a->off < b->off ? -1 : a->off > b->off;
+}
+
+/* Where on the disk the byte at off of fd lies; UINT64_MAX if not known. */
+static uint64_t phys_of(int fd, uint64_t off, uint64_t len)
+{
+	union {
+		struct fiemap fm;
+		char room[sizeof(struct fiemap) + sizeof(struct fiemap_extent)];
+	} q;
+
+	memset(&q, 0, sizeof(q));
+	q.fm.fm_start = off;
+	q.fm.fm_length = len;
+	q.fm.fm_extent_count = 1;
+	if (ioctl(fd, FS_IOC_FIEMAP, &q) < 0 || !q.fm.fm_mapped_extents)
+		return UINT64_MAX;
+	return q.fm.fm_extents[0].fe_physical +
+	       (off > q.fm.fm_extents[0].fe_logical ? off - q.fm.fm_extents[0].fe_logical : 0);
+}
+
 /* Wait for one read; its buffer slot goes back on the free stack. */
 static void direct_reap(struct io_uring *ring, unsigned int *free_slots, unsigned int *nfree,
 			uint64_t *bytes)
@@ -430,69 +467,113 @@ static void direct_reap(struct io_uring *ring, unsigned int *free_slots, unsigne
 	io_uring_cqe_seen(ring, cqe);
 }
 
+/* The reads of files [from, to) of cmd_direct(): untimed, each file opened
+ * with O_DIRECT and its runs cut into chunks, sorted by where they lie on
+ * the disk (the order it serves best); timed, those reads at depth. */
+static double direct_window(struct file *files, size_t from, size_t to, int dirfd, uint64_t chunk,
+			    unsigned int depth, void *buf, uint64_t *bytes)
+{
+	uint64_t ps = (uint64_t)pc_page_size();
+	unsigned int *free_slots = calloc(depth, sizeof(*free_slots)), nfree;
+	struct dread *reads = NULL;
+	size_t nreads = 0, cap = 0;
+	struct io_uring ring;
+	double t0, t;
+	int ret;
+
+	if (!free_slots)
+		die("memory", ENOMEM);
+	for (nfree = 0; nfree < depth; nfree++)
+		free_slots[nfree] = nfree;
+	for (size_t i = from; i < to; i++) {
+		int fd = openat(dirfd, files[i].path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+
+		if (fd < 0)
+			die(files[i].path, errno);
+		files[i].fd = fd;
+		for (size_t k = 0; k < files[i].n; k++) {
+			uint64_t off = files[i].runs[k].page * ps;
+			uint64_t end = off + files[i].runs[k].npages * ps;
+
+			for (; off < end; off += chunk) {
+				if (nreads == cap) {
+					cap = cap ? 2 * cap : 4096;
+					reads = realloc(reads, cap * sizeof(*reads));
+					if (!reads)
+						die("memory", ENOMEM);
+				}
+				reads[nreads++] = (struct dread){
+					.phys = phys_of(fd, off, ps),
+					.off = off,
+					.len = end - off < chunk ? end - off : chunk,
+					.fd = fd,
+				};
+			}
+		}
+	}
+	qsort(reads, nreads, sizeof(*reads), dread_cmp);
+	ret = io_uring_queue_init(depth, &ring, 0);
+	if (ret < 0)
+		die("io_uring_queue_init", ret);
+	t0 = now();
+	for (size_t r = 0; r < nreads; r++) {
+		struct io_uring_sqe *sqe;
+		unsigned int slot;
+
+		if (!nfree)
+			direct_reap(&ring, free_slots, &nfree, bytes);
+		slot = free_slots[--nfree];
+		sqe = io_uring_get_sqe(&ring);
+		if (!sqe)
+			die("io_uring_get_sqe", EBUSY);
+		/* a buffer per read in flight: the data is thrown away, but
+		 * two reads landing in one buffer at once would race */
+		io_uring_prep_read(sqe, reads[r].fd, (char *)buf + (size_t)slot * chunk,
+				   (unsigned int)reads[r].len, reads[r].off);
+		io_uring_sqe_set_data64(sqe, slot);
+		ret = io_uring_submit(&ring);
+		if (ret < 0)
+			die("io_uring_submit", ret);
+	}
+	while (nfree < depth)
+		direct_reap(&ring, free_slots, &nfree, bytes);
+	t = now() - t0;
+	io_uring_queue_exit(&ring);
+	for (size_t i = from; i < to; i++)
+		close(files[i].fd);
+	free(reads);
+	free(free_slots);
+	return t;
+}
+
 static int cmd_direct(const char *snap, const char *root, uint64_t chunk, unsigned int depth)
 {
-	size_t n;
+	size_t n, win;
 	struct file *files = load(snap, &n);
-	int dirfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret;
+	int dirfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	uint64_t ps = (uint64_t)pc_page_size(), bytes = 0;
-	unsigned int *free_slots, nfree;
-	struct io_uring ring;
-	double t0;
+	double t = 0;
+	struct rlimit rl;
 	void *buf;
 
 	if (dirfd < 0)
 		die(root, errno);
 	if (!chunk || chunk % ps || !depth || depth > 1024)
 		die("direct: CHUNK_BYTES must be a multiple of the page size, DEPTH 1-1024", EINVAL);
-	/* a buffer per read in flight: the data is thrown away, but two
-	 * reads landing in one buffer at once would race */
-	free_slots = calloc(depth, sizeof(*free_slots));
-	if (!free_slots || posix_memalign(&buf, (size_t)ps, (size_t)(chunk * depth)))
+	if (posix_memalign(&buf, (size_t)ps, (size_t)(chunk * depth)))
 		die("memory", ENOMEM);
-	for (nfree = 0; nfree < depth; nfree++)
-		free_slots[nfree] = nfree;
-	ret = io_uring_queue_init(depth, &ring, 0);
-	if (ret < 0)
-		die("io_uring_queue_init", ret);
-	t0 = now();
-	for (size_t i = 0; i < n; i++) {
-		int fd = openat(dirfd, files[i].path, O_RDONLY | O_DIRECT | O_CLOEXEC);
-
-		if (fd < 0)
-			die(files[i].path, errno);
-		for (size_t k = 0; k < files[i].n; k++) {
-			uint64_t off = files[i].runs[k].page * ps;
-			uint64_t end = off + files[i].runs[k].npages * ps;
-
-			while (off < end) {
-				uint64_t len = end - off < chunk ? end - off : chunk;
-				struct io_uring_sqe *sqe;
-				unsigned int slot;
-
-				if (!nfree)
-					direct_reap(&ring, free_slots, &nfree, &bytes);
-				slot = free_slots[--nfree];
-				sqe = io_uring_get_sqe(&ring);
-				if (!sqe)
-					die("io_uring_get_sqe", EBUSY);
-				io_uring_prep_read(sqe, fd, (char *)buf + (size_t)slot * chunk,
-						   (unsigned int)len, off);
-				io_uring_sqe_set_data64(sqe, slot);
-				ret = io_uring_submit(&ring);
-				if (ret < 0)
-					die("io_uring_submit", ret);
-				off += len;
-			}
-		}
-		/* the reads of this file end before its fd goes */
-		while (nfree < depth)
-			direct_reap(&ring, free_slots, &nfree, &bytes);
-		close(fd);
+	/* a window's files stay open until its reads are done: as many as
+	 * the fd limit allows */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
 	}
-	printf("bytes=%llu seconds=%.6f\n", (unsigned long long)bytes, now() - t0);
-	io_uring_queue_exit(&ring);
-	free(free_slots);
+	win = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > 1088 ? (size_t)rl.rlim_cur - 64
+									   : 1024;
+	for (size_t from = 0; from < n; from += win)
+		t += direct_window(files, from, n - from < win ? n : from + win, dirfd, chunk, depth,
+				   buf, &bytes);
+	printf("bytes=%llu seconds=%.6f\n", (unsigned long long)bytes, t);
 	free(buf);
 	return 0;
 }

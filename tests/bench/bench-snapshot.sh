@@ -15,12 +15,13 @@
 #        resident_ours=<%> resident_theirs=<%>
 # ratio_is=throughput: ours/theirs bytes per second (higher is better);
 # ratio_is=time: our time/their time (lower is better). Times are medians.
-# The one-file cases add device_s: the disk's time for exactly the wanted
-# bytes read with O_DIRECT through io_uring (bench-snapshot-helper direct,
-# in the same rounds), the page cache left out: what the disk gives for
-# those bytes at that moment, next to which a ratio the disk cannot allow
-# shows as such. Not a strict bound: the kernel's readahead has been
-# faster than it here for a whole file.
+# Each restore case adds device_s: the disk's time for exactly the wanted
+# bytes, read with O_DIRECT through io_uring in the order they lie on the
+# disk (bench-snapshot-helper direct, in the same rounds; the opening and
+# sorting untimed), the page cache left out: what the disk gives for those
+# bytes at that moment, next to which a ratio the disk cannot allow shows
+# as such. Not a strict bound: the kernel's readahead has been faster than
+# it here for a whole file.
 #
 # Environment: PC_BENCH_MB (the big file, default 4096), PC_BENCH_FILES (the
 # tree, default 20000 files of 4-64 KiB), PC_BENCH_ROUNDS (default 3),
@@ -160,8 +161,8 @@ compare() {
 }
 
 # device_s's reads: CHUNK bytes at most, DEPTH in flight (what ran fastest
-# here: 4 MiB at 8 for the whole file, 64 KiB at 32 for 64 KiB runs);
-# empty: no device_s
+# here: 4 MiB at 8 for the whole file, 64 KiB at 32 for 64 KiB runs, at
+# 128 for the tree's files); empty: no device_s
 DIRECT=()
 
 RESTORE=("$PC" restore --fast -q)
@@ -197,11 +198,13 @@ echo "# creating $NFILES files of 4-64 KiB" >&2
 "$H" tree "$TREE" "$NFILES" 6
 cat "$TREE"/*/* >/dev/null
 "$PC" dump -q -o "$DIR/tree.snap" "$TREE" >/dev/null
+DIRECT=($((64 << 10)) 128)
 compare tree-restore-vs-happycache time '<=1.0' "$TREE" "$DIR/tree.snap" "$TREE" \
 	-- "${RESTORE[@]}" "$DIR/tree.snap" -- "$H" willneed8 "$DIR/tree.snap" "$TREE"
 if ((HAVE_VMTOUCH)); then
 	compare tree-restore-vs-vmtouch time '<=0.2' "$TREE" "$DIR/tree.snap" "$TREE" \
 		-- "${RESTORE[@]}" "$DIR/tree.snap" -- vmtouch -q -t "$TREE"
+	DIRECT=()
 	# dump (cached tree) against vmtouch's scan of it
 	cat "$TREE"/*/* >/dev/null
 	d_t=() v_t=()
