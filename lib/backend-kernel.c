@@ -26,9 +26,6 @@
 #include "uring-ring.h"
 #include "valgrind-compat.h"
 
-#ifndef RWF_NOWAIT
-#define RWF_NOWAIT 0x00000008
-#endif
 #ifndef HUGETLBFS_MAGIC
 #define HUGETLBFS_MAGIC 0x958458f6
 #endif

@@ -14,10 +14,6 @@
 #include "uring-ring.h"
 #include "valgrind-compat.h"
 
-#ifndef RWF_NOWAIT
-#define RWF_NOWAIT 0x00000008
-#endif
-
 #define PC_PROBER_DEFAULT_DEPTH 64
 #define PC_PROBER_MAX_DEPTH 4096
 

@@ -6,7 +6,8 @@
  * ring at a freed ring's address for races with the old owner (two threads
  * detecting io_uring at once did it: each made, used and freed its own
  * ring): tests/tsan.supp names these functions, and liburing.h, for that
- * reason. They touch nothing but the entry they are given.
+ * reason. They touch nothing but the entry they are given. It also holds
+ * the library's one fallback for RWF_NOWAIT (preadv2 and io_uring reads).
  */
 #ifndef PC_URING_RING_H
 #define PC_URING_RING_H
@@ -14,6 +15,11 @@
 #include <liburing.h>
 #include <stdint.h>
 #include <sys/uio.h>
+
+/* Linux 4.14's value, for C libraries whose headers do not name it */
+#ifndef RWF_NOWAIT
+#define RWF_NOWAIT 0x00000008
+#endif
 
 /* sqe: an RWF_NOWAIT read of len bytes of fd at off into buf. */
 static inline void pc_uring_sqe_read_nowait(struct io_uring_sqe *sqe, int fd, void *buf,
