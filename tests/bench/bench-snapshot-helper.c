@@ -33,8 +33,8 @@
  *       at most, sorted by where they lie on the disk (FIEMAP), as many
  *       files at a time as the fd limit allows (untimed); then those
  *       reads, DEPTH in flight through io_uring, the page cache left
- *       alone, until the last one lands (timed). Prints "bytes=<n> seconds=<s>": what the
- *       disk gives for those bytes at that moment, without the page cache.
+ *       alone, until the last one lands (timed). Prints "bytes=<n>
+ *       seconds=<s>": what the disk gives for those bytes at that moment.
  *   bench-snapshot-helper readahead FILE CHUNK_BYTES
  *       readahead(2) over the whole file in chunks
  *   bench-snapshot-helper pattern FILE RUN_BYTES
@@ -359,9 +359,9 @@ static void on_term(int sig)
 	stop_watch = 1;
 }
 
-/* Sectors read so far (the third field of a block device's stat file);
- * -1 when it cannot be read. */
-/* The stat file's sectors read, and its I/Os in flight (its ninth field). */
+/* Sectors read so far (the third field of a block device's stat file),
+ * and in *inflight its I/Os in flight (the ninth); -1 when it cannot be
+ * read. */
 static long long sectors_read(int fd, unsigned long long *inflight)
 {
 	char buf[512];
@@ -568,8 +568,7 @@ static int cmd_direct(const char *snap, const char *root, uint64_t chunk, unsign
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
-	win = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > 1088 ? (size_t)rl.rlim_cur - 64
-									   : 1024;
+	win = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > 128 ? (size_t)rl.rlim_cur - 64 : 64;
 	for (size_t from = 0; from < n; from += win)
 		t += direct_window(files, from, n - from < win ? n : from + win, dirfd, chunk, depth,
 				   buf, &bytes);
