@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-/* Linux 4.14's value, for C libraries whose headers do not name it */
+/* Linux 4.14's value: a safety net (liburing.h's <linux/fs.h> names it) */
 #ifndef RWF_NOWAIT
 #define RWF_NOWAIT 0x00000008
 #endif

@@ -220,7 +220,8 @@ const char *pc_source_name(int source);
 /* pc_residency() flags */
 #define PC_RES_COUNT_ONLY      (1u << 0) /* no bitmap: cachestat when it answers */
 #define PC_RES_ALLOW_PERTURB   (1u << 1) /* may probe destructively (caches missed pages) */
-#define PC_RES_FORCE_MINCORE   (1u << 2) /* tests, benchmarks: this source or -EOPNOTSUPP */
+#define PC_RES_FORCE_MINCORE   (1u << 2) /* this source or -EOPNOTSUPP: tests, benchmarks,
+						 waiting for pages up to date */
 #define PC_RES_FORCE_CACHESTAT (1u << 3)
 #define PC_RES_FORCE_NOWAIT    (1u << 4)
 
@@ -237,7 +238,8 @@ struct pc_residency;
  * readahead is landing the answer can run ahead of mincore's (seen: 100%
  * against 82.5% right after readahead(2) of 4 GiB returned, 200 requests
  * in flight). To wait until pages are up to date, ask with
- * PC_RES_FORCE_MINCORE where pc_can_do_mincore() says it tells the truth.
+ * PC_RES_FORCE_MINCORE: it gives -EOPNOTSUPP where mincore cannot tell this
+ * caller the truth.
  *
  * The answer is labelled: PC_QUALITY_EXACT when the kernel told the truth
  * (mincore whose beyond-EOF probe reads 0, cachestat, or RWF_NOWAIT probes),

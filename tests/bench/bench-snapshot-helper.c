@@ -12,9 +12,8 @@
  *       first=<1 when the first pass found them all resident already>"
  *   bench-snapshot-helper iowatch STATFILE
  *       read a block device's stat file (/sys/dev/block/M:m/stat) every
- *       millisecond until SIGTERM and then until no I/O is in flight (10 s
- *       at most), then print "last=<epoch seconds when its count of
- *       sectors read last grew>" (last=0 when it never did):
+ *       millisecond until SIGTERM, then print "last=<epoch seconds when
+ *       its count of sectors read last grew>" (last=0 when it never did):
  *       when the reads of a method that returns before its
  *       pages land (readahead(2), WILLNEED) ended, to the millisecond
  *   bench-snapshot-helper willneed8 SNAPSHOT ROOT
@@ -359,34 +358,30 @@ static void on_term(int sig)
 	stop_watch = 1;
 }
 
-/* Sectors read so far (the third field of a block device's stat file),
- * and in *inflight its I/Os in flight (the ninth); -1 when it cannot be
- * read. */
-static long long sectors_read(int fd, unsigned long long *inflight)
+/* Sectors read so far (the third field of a block device's stat file);
+ * -1 when it cannot be read. */
+static long long sectors_read(int fd)
 {
 	char buf[512];
-	unsigned long long f[9];
+	unsigned long long ios, merges, sectors;
 	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
 
 	if (n <= 0)
 		return -1;
 	buf[n] = '\0';
-	if (sscanf(buf, "%llu %llu %llu %llu %llu %llu %llu %llu %llu", &f[0], &f[1], &f[2], &f[3],
-		   &f[4], &f[5], &f[6], &f[7], &f[8]) != 9)
+	if (sscanf(buf, "%llu %llu %llu", &ios, &merges, &sectors) != 3)
 		return -1;
-	*inflight = f[8];
-	return (long long)f[2];
+	return (long long)sectors;
 }
 
 static int cmd_iowatch(const char *statfile)
 {
 	struct sigaction sa = { .sa_handler = on_term };
 	int fd = open(statfile, O_RDONLY | O_CLOEXEC);
-	unsigned long long inflight;
 	long long prev, now_s;
-	double last = 0, stopped = 0;
+	double last = 0;
 
-	if (fd < 0 || (prev = sectors_read(fd, &inflight)) < 0)
+	if (fd < 0 || (prev = sectors_read(fd)) < 0)
 		die(statfile, fd < 0 ? errno : EINVAL);
 	sigaction(SIGTERM, &sa, NULL);
 	/* a bench killed midway leaves no watch behind */
@@ -399,16 +394,15 @@ static int cmd_iowatch(const char *statfile)
 		 * look counts too */
 		bool stop = stop_watch;
 
-		now_s = sectors_read(fd, &inflight);
+		now_s = sectors_read(fd);
 		if (now_s > prev) {
 			prev = now_s;
 			last = wall();
 		}
-		/* after the stop, until what is in flight has landed (at most
-		 * 10 s more): a method's reads may outlast the poll's pass */
-		if (stop && !stopped)
-			stopped = now();
-		if (stop && (!inflight || now() - stopped > 10))
+		/* no wait for reads still in flight: the poll, which asks
+		 * mincore, has seen every wanted page up to date, so their
+		 * reads have ended; later ones are of other pages */
+		if (stop)
 			break;
 		nanosleep(&ms, NULL);
 	}
@@ -445,8 +439,9 @@ static uint64_t phys_of(int fd, uint64_t off, uint64_t len)
 	q.fm.fm_start = off;
 	q.fm.fm_length = len;
 	q.fm.fm_extent_count = 1;
-	if (ioctl(fd, FS_IOC_FIEMAP, &q) < 0 || !q.fm.fm_mapped_extents)
-		return UINT64_MAX;
+	if (ioctl(fd, FS_IOC_FIEMAP, &q) < 0 || !q.fm.fm_mapped_extents ||
+	    (q.fm.fm_extents[0].fe_flags & (FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DELALLOC)))
+		return UINT64_MAX; /* not on the disk yet: no place to sort by */
 	return q.fm.fm_extents[0].fe_physical +
 	       (off > q.fm.fm_extents[0].fe_logical ? off - q.fm.fm_extents[0].fe_logical : 0);
 }
@@ -558,17 +553,19 @@ static int cmd_direct(const char *snap, const char *root, uint64_t chunk, unsign
 
 	if (dirfd < 0)
 		die(root, errno);
-	if (!chunk || chunk % ps || !depth || depth > 1024)
-		die("direct: CHUNK_BYTES must be a multiple of the page size, DEPTH 1-1024", EINVAL);
+	if (!chunk || chunk % ps || chunk > (UINT64_C(1) << 30) || !depth || depth > 1024)
+		die("direct: CHUNK_BYTES must be a multiple of the page size up to 1 GiB, DEPTH 1-1024",
+		    EINVAL);
 	if (posix_memalign(&buf, (size_t)ps, (size_t)(chunk * depth)))
 		die("memory", ENOMEM);
 	/* a window's files stay open until its reads are done: as many as
-	 * the fd limit allows */
+	 * the fd limit allows, less the ones the process has besides (the
+	 * standard three, the root, the ring) */
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
-	win = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > 128 ? (size_t)rl.rlim_cur - 64 : 64;
+	win = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > 16 ? (size_t)rl.rlim_cur - 16 : 1;
 	for (size_t from = 0; from < n; from += win)
 		t += direct_window(files, from, n - from < win ? n : from + win, dirfd, chunk, depth,
 				   buf, &bytes);
