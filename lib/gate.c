@@ -367,8 +367,12 @@ int pc_gate_predict(int fd)
  * every page was faked). Regular files only: a block device's fstat size
  * is 0, and the page would be one it may cache. A file grown past the page
  * meanwhile (it read 1) is not asked. The mapping updates the file's atime
- * where an overlay's mmap does (relatime). 1 or 0; NOT_ASKED where it
- * cannot ask (not overlayfs, another mode, fd not open for reading, the
+ * where an overlay's mmap does (relatime). An fd that cannot be mapped
+ * (O_PATH, O_WRONLY) is asked through the same inode opened again for
+ * reading through /proc/self/fd (a regular file's open runs no driver),
+ * where the caller may read it: the prediction alone said 1 for such an
+ * fd of the metacopy file above. 1 or 0; NOT_ASKED where it cannot ask
+ * (not overlayfs, another mode, the file unreadable to the caller, the
  * file grew); -ENOMEM and the like, the process short of memory.
  */
 #define NOT_ASKED 2
@@ -379,8 +383,8 @@ static int overlay_asked(int fd, const struct stat *st)
 	unsigned char v = 0;
 	struct stat now;
 	uint64_t page;
+	int ret, rfd = -1, flags;
 	void *map;
-	int ret;
 
 	if (!S_ISREG(st->st_mode) || on_overlayfs(fd) != 1 ||
 	    pc_detect_mincore() != PC_MINCORE_GATED_FAKED || ps <= 0)
@@ -389,9 +393,27 @@ static int overlay_asked(int fd, const struct stat *st)
 	page = pc_never_cached_page((uint64_t)st->st_size, (uint64_t)ps);
 	if (page > (uint64_t)INT64_MAX / (uint64_t)ps - 1)
 		return NOT_ASKED;
-	map = mmap(NULL, (size_t)ps, PROT_NONE, MAP_SHARED, fd, (off_t)(page * (uint64_t)ps));
-	if (map == MAP_FAILED)
-		return pc_err_is_resource(pc_neg_errno()) ? pc_neg_errno() : NOT_ASKED;
+	flags = fcntl(fd, F_GETFL);
+	if (flags >= 0 && ((flags & O_PATH) == O_PATH || (flags & O_ACCMODE) == O_WRONLY)) {
+		struct stat again;
+
+		rfd = pc_reopen(fd, O_RDONLY | O_NONBLOCK);
+		if (rfd < 0)
+			return pc_err_is_resource(rfd) ? rfd : NOT_ASKED;
+		/* the very inode: /proc/self/fd names it, whatever its name */
+		if (fstat(rfd, &again) < 0 || again.st_dev != st->st_dev ||
+		    again.st_ino != st->st_ino) {
+			close(rfd);
+			return NOT_ASKED;
+		}
+	}
+	map = mmap(NULL, (size_t)ps, PROT_NONE, MAP_SHARED, rfd >= 0 ? rfd : fd,
+		   (off_t)(page * (uint64_t)ps));
+	ret = map == MAP_FAILED ? pc_neg_errno() : 0;
+	if (rfd >= 0)
+		close(rfd); /* the mapping keeps the file */
+	if (ret < 0)
+		return pc_err_is_resource(ret) ? ret : NOT_ASKED;
 	ret = mincore(map, (size_t)ps, &v) < 0 ? pc_neg_errno() : !(v & 1);
 	munmap(map, (size_t)ps);
 	if (ret < 0)

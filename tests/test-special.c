@@ -322,6 +322,22 @@ static int nobody_fn(void *arg, void *buf, size_t bufsize)
 	return 0;
 }
 
+/* pc_can_do_mincore() of path opened with the flags in *arg, as the
+ * caller; its answer in buf (an int). */
+static int can_do_with_flags(void *arg, void *buf, size_t bufsize)
+{
+	const struct nobody_call *c = arg;
+	int fd = open(c->path, (int)c->flags | O_CLOEXEC);
+
+	if (bufsize < sizeof(int))
+		return -EINVAL;
+	if (fd < 0)
+		return -errno;
+	*(int *)buf = pc_can_do_mincore(fd);
+	close(fd);
+	return 0;
+}
+
 static void as_nobody(const char *path, int fd, unsigned int flags, struct nobody_out *o)
 {
 	struct nobody_call c = { .path = path, .fd = fd, .flags = flags };
@@ -1361,6 +1377,7 @@ END_TEST
  * the gate judges root's, and fakes every page for uid 65534 (seen on
  * 6.18). pc_can_do_mincore() asks the kernel on overlayfs (a page past the
  * end reads resident exactly when faked): 0 for uid 65534 (the prediction
+ * said 1), also for an O_PATH fd it cannot map (asked through a reopen; it
  * said 1), 1 for root; pc_residency() unknown for uid 65534.
  */
 START_TEST(overlay_metacopy_data_below_hides)
@@ -1399,6 +1416,14 @@ START_TEST(overlay_metacopy_data_below_hides)
 	as_nobody(over, -1, 0, &o);
 	ck_assert_int_eq(o.can_do, 0);
 	assert_unknown(&o.s, 16);
+	{
+		struct nobody_call c = { .path = over, .flags = O_PATH };
+		int can_do = -1;
+
+		ck_assert_int_eq(pc_test_as_nobody(can_do_with_flags, &c, &can_do, sizeof(can_do)),
+				 0);
+		ck_assert_int_eq(can_do, 0);
+	}
 	ofd = open(over, O_RDONLY | O_CLOEXEC);
 	ck_assert_int_ge(ofd, 0);
 	ck_assert_int_eq(pc_can_do_mincore(ofd), 1);

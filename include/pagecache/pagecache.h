@@ -89,6 +89,11 @@ int pc_cachestat(int fd, uint64_t offset, uint64_t length, struct pc_cachestat *
  * permission, which the kernel evaluates through the idmap, counts for it.
  *
  * This is a prediction: FUSE, NFS, overlayfs and LSMs can decide otherwise.
+ * On overlayfs, where the gate judges a layer's file that fstat does not
+ * show, the kernel is asked instead when it fakes (PC_MINCORE_GATED_FAKED):
+ * through @fd, or, when @fd cannot be mapped (O_PATH, O_WRONLY), through
+ * the same inode opened again for reading via /proc/self/fd where the
+ * caller may read it; otherwise the rules above answer.
  * pc_residency() probes the kernel and never relies on it alone.
  * Returns 1 (residency visible), 0 (the kernel hides it), -EBADF, -EINVAL,
  * -ENOSYS (no faccessat2, before Linux 5.8, for a file the caller neither
