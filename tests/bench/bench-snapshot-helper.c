@@ -273,6 +273,25 @@ static int open_beneath(int dirfd, const char *path)
 	return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
 }
 
+/* Where on the disk the byte at off of fd lies; UINT64_MAX if not known. */
+static uint64_t phys_of(int fd, uint64_t off, uint64_t len)
+{
+	union {
+		struct fiemap fm;
+		char room[sizeof(struct fiemap) + sizeof(struct fiemap_extent)];
+	} q;
+
+	memset(&q, 0, sizeof(q));
+	q.fm.fm_start = off;
+	q.fm.fm_length = len;
+	q.fm.fm_extent_count = 1;
+	if (ioctl(fd, FS_IOC_FIEMAP, &q) < 0 || !q.fm.fm_mapped_extents ||
+	    (q.fm.fm_extents[0].fe_flags & (FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DELALLOC)))
+		return UINT64_MAX; /* not on the disk yet: no place to sort by */
+	return q.fm.fm_extents[0].fe_physical +
+	       (off > q.fm.fm_extents[0].fe_logical ? off - q.fm.fm_extents[0].fe_logical : 0);
+}
+
 static void *order_open(void *arg)
 {
 	struct order *o = arg;
@@ -280,10 +299,6 @@ static void *order_open(void *arg)
 
 	while ((i = __atomic_fetch_add(&o->next, 1, __ATOMIC_RELAXED)) < o->n) {
 		struct file *f = &o->files[i];
-		union {
-			struct fiemap fm;
-			char room[sizeof(struct fiemap) + sizeof(struct fiemap_extent)];
-		} q;
 		struct stat st;
 
 		f->key = UINT64_MAX;
@@ -295,12 +310,7 @@ static void *order_open(void *arg)
 			f->fd = -2;
 			continue;
 		}
-		memset(&q, 0, sizeof(q));
-		q.fm.fm_start = f->runs[0].page * o->ps;
-		q.fm.fm_length = f->runs[0].npages * o->ps;
-		q.fm.fm_extent_count = 1;
-		if (ioctl(f->fd, FS_IOC_FIEMAP, &q) == 0 && q.fm.fm_mapped_extents)
-			f->key = q.fm.fm_extents[0].fe_physical;
+		f->key = phys_of(f->fd, f->runs[0].page * o->ps, f->runs[0].npages * o->ps);
 		for (size_t k = 0; k < f->n && k < 64; k++) {
 			struct pc_cachestat cs;
 
@@ -425,25 +435,6 @@ static int dread_cmp(const void *pa, const void *pb)
 	if (a->phys != b->phys)
 		return a->phys < b->phys ? -1 : 1;
 	return a->off < b->off ? -1 : a->off > b->off;
-}
-
-/* Where on the disk the byte at off of fd lies; UINT64_MAX if not known. */
-static uint64_t phys_of(int fd, uint64_t off, uint64_t len)
-{
-	union {
-		struct fiemap fm;
-		char room[sizeof(struct fiemap) + sizeof(struct fiemap_extent)];
-	} q;
-
-	memset(&q, 0, sizeof(q));
-	q.fm.fm_start = off;
-	q.fm.fm_length = len;
-	q.fm.fm_extent_count = 1;
-	if (ioctl(fd, FS_IOC_FIEMAP, &q) < 0 || !q.fm.fm_mapped_extents ||
-	    (q.fm.fm_extents[0].fe_flags & (FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DELALLOC)))
-		return UINT64_MAX; /* not on the disk yet: no place to sort by */
-	return q.fm.fm_extents[0].fe_physical +
-	       (off > q.fm.fm_extents[0].fe_logical ? off - q.fm.fm_extents[0].fe_logical : 0);
 }
 
 /* Wait for one read; its buffer slot goes back on the free stack. */
