@@ -44,8 +44,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/fiemap.h>
-#include <linux/fs.h>
 #include <linux/openat2.h>
 #include <liburing.h>
 #include <pthread.h>
@@ -54,7 +52,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -63,6 +60,8 @@
 #include <unistd.h>
 
 #include <pagecache/pagecache.h>
+
+#include "diskaddr.h"
 
 struct file {
 	char *path;
@@ -273,25 +272,6 @@ static int open_beneath(int dirfd, const char *path)
 	return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
 }
 
-/* Where on the disk the byte at off of fd lies; UINT64_MAX if not known. */
-static uint64_t phys_of(int fd, uint64_t off, uint64_t len)
-{
-	union {
-		struct fiemap fm;
-		char room[sizeof(struct fiemap) + sizeof(struct fiemap_extent)];
-	} q;
-
-	memset(&q, 0, sizeof(q));
-	q.fm.fm_start = off;
-	q.fm.fm_length = len;
-	q.fm.fm_extent_count = 1;
-	if (ioctl(fd, FS_IOC_FIEMAP, &q) < 0 || !q.fm.fm_mapped_extents ||
-	    (q.fm.fm_extents[0].fe_flags & (FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DELALLOC)))
-		return UINT64_MAX; /* not on the disk yet: no place to sort by */
-	return q.fm.fm_extents[0].fe_physical +
-	       (off > q.fm.fm_extents[0].fe_logical ? off - q.fm.fm_extents[0].fe_logical : 0);
-}
-
 static void *order_open(void *arg)
 {
 	struct order *o = arg;
@@ -310,7 +290,7 @@ static void *order_open(void *arg)
 			f->fd = -2;
 			continue;
 		}
-		f->key = phys_of(f->fd, f->runs[0].page * o->ps, f->runs[0].npages * o->ps);
+		f->key = disk_address(f->fd, f->runs[0].page * o->ps, f->runs[0].npages * o->ps);
 		for (size_t k = 0; k < f->n && k < 64; k++) {
 			struct pc_cachestat cs;
 
@@ -489,7 +469,7 @@ static double direct_window(struct file *files, size_t from, size_t to, int dirf
 						die("memory", ENOMEM);
 				}
 				reads[nreads++] = (struct dread){
-					.phys = phys_of(fd, off, ps),
+					.phys = disk_address(fd, off, ps),
 					.off = off,
 					.len = end - off < chunk ? end - off : chunk,
 					.fd = fd,

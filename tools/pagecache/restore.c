@@ -42,6 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "diskaddr.h"
 #include "snapcli.h"
 
 #define BATCH_RUNS 4096
@@ -1866,30 +1867,6 @@ struct win_key {
 	uint64_t key;
 	size_t i;
 };
-
-/* Where on the disk the byte at off of fd lies; UINT64_MAX: not known
- * (no FIEMAP here, a hole, or not allocated yet). */
-static uint64_t disk_address(int fd, uint64_t off, uint64_t len)
-{
-	/* room for one extent after the header (a struct with the flexible
-	 * array inside it is a GNU extension clang refuses) */
-	union {
-		struct fiemap fm;
-		char room[sizeof(struct fiemap) + sizeof(struct fiemap_extent)];
-	} q;
-	const struct fiemap_extent *ex = q.fm.fm_extents;
-
-	memset(&q, 0, sizeof(q));
-	q.fm.fm_start = off;
-	q.fm.fm_length = len;
-	q.fm.fm_extent_count = 1;
-	if (ioctl(fd, FS_IOC_FIEMAP, &q) < 0 || q.fm.fm_mapped_extents == 0 ||
-	    (ex->fe_flags & (FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DELALLOC)))
-		return UINT64_MAX;
-	if (ex->fe_logical > off)
-		return ex->fe_physical; /* off in a hole: the next extent */
-	return ex->fe_physical + (off - ex->fe_logical);
-}
 
 /* No room to keep j's fd until it is warmed: job_do() opens it again. */
 static void win_close_ahead(struct job *j)
