@@ -102,7 +102,11 @@ static int input(struct pc_snapshot_reader *rd, uint8_t *dst, size_t n, size_t *
 			if (r < 0) {
 				if (errno == EINTR)
 					continue;
-				return fail(rd, pc_neg_errno(), rd->offset, "read error");
+				int err = pc_neg_errno();
+				char buf[64];
+
+				return fail(rd, err, rd->offset, "read error: %s",
+					    strerror_r(-err, buf, sizeof(buf)));
 			}
 			if (r == 0) {
 				rd->eof = 1;

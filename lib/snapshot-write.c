@@ -249,6 +249,19 @@ static char *tmp_name(const char *name)
 	return s;
 }
 
+/* What the rename would replace: nothing, or a regular file. A device
+ * node, FIFO, socket, directory or symlink at the name is left alone
+ * (-EEXIST): as root, a snapshot written to /dev/null would otherwise
+ * replace the device with a file. */
+static int target_replaceable(int dirfd, const char *name)
+{
+	struct stat st;
+
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : pc_neg_errno();
+	return S_ISREG(st.st_mode) ? 0 : -EEXIST;
+}
+
 /* Open the temporary file: unnamed when the filesystem can, else named. */
 static int open_tmp(struct pc_snapshot_writer *w, mode_t mode)
 {
@@ -309,7 +322,9 @@ PC_EXPORT int pc_snapshot_writer_new_at(int dirfd, const char *path, mode_t mode
 	}
 	w->dirfd = openat(dirfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	free(dir);
-	ret = w->dirfd < 0 ? pc_neg_errno() : open_tmp(w, mode);
+	ret = w->dirfd < 0 ? pc_neg_errno() : target_replaceable(w->dirfd, w->name);
+	if (ret == 0)
+		ret = open_tmp(w, mode);
 	if (ret == 0)
 		ret = write_header(w, &copy);
 	if (ret < 0) {
@@ -524,7 +539,10 @@ PC_EXPORT int pc_snapshot_write_runs(struct pc_snapshot_writer *w, const char *r
 static int link_into_place(struct pc_snapshot_writer *w)
 {
 	char proc[64];
-	int ret = 0;
+	int ret = target_replaceable(w->dirfd, w->name);
+
+	if (ret < 0)
+		return ret;
 
 	if (w->tmpfile) {
 		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", w->fd);

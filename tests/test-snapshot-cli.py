@@ -26,6 +26,7 @@ import gzip
 import json
 import os
 import random
+import signal
 import struct
 import subprocess
 import sys
@@ -1327,6 +1328,91 @@ def current_umask():
     return m
 
 
+def case_dump_output_not_regular(env):
+    """-o names a device node, a FIFO, a symlink or a directory: dump
+    refuses, in both formats, and leaves it as it was (as root, a rename
+    over /dev/null would replace the device with a file)."""
+    need_root()
+    t = env.path("t")
+    os.mkdir(t)
+    make_file(os.path.join(t, "a"), 4)
+    out = env.path("out")
+    os.mkdir(out)
+    os.mknod(os.path.join(out, "null"), 0o666 | 0o020000, os.makedev(1, 3))
+    os.mkfifo(os.path.join(out, "fifo"))
+    os.symlink("a", os.path.join(out, "link"))
+    os.mkdir(os.path.join(out, "dir"))
+    before = {n: os.lstat(os.path.join(out, n)) for n in os.listdir(out)}
+    for fmt in ("native", "happycache"):
+        for name in ("null", "fifo", "link", "dir"):
+            rc, _, err = run(["dump", "-q", "--format", fmt, "-o", os.path.join(out, name), t])
+            check(rc == 1 and b"not a regular file" in err, f"{fmt} -o {name}: {rc} {err!r}")
+    after = {n: os.lstat(os.path.join(out, n)) for n in os.listdir(out)}
+    check(sorted(after) == sorted(before), f"left behind: {sorted(after)}")
+    for n, st in before.items():
+        check((after[n].st_mode, after[n].st_ino, after[n].st_rdev) ==
+              (st.st_mode, st.st_ino, st.st_rdev), f"{n} was replaced")
+    # reading one: a FIFO without a writer ends (no hang), a directory is a
+    # read error, not a corrupt snapshot
+    for args in (["restore", "-q", os.path.join(out, "fifo")],
+                 ["diff", os.path.join(out, "fifo"), os.path.join(out, "fifo")]):
+        rc, _, err = run(args)
+        check(rc == 1 and err, f"{args[0]} of a FIFO without a writer: {rc} {err!r}")
+    rc, _, err = run(["restore", "-q", os.path.join(out, "dir")])
+    check(rc == 1 and b"Is a directory" in err and b"corrupt" not in err,
+          f"restore of a directory: {rc} {err!r}")
+
+
+def case_dump_interrupted(env):
+    """SIGTERM while dump walks: the old snapshot stays, nothing else is
+    left in its directory, the command says it was interrupted. The signal
+    is sent once dump holds its output file open (its handlers are in place
+    by then); a dump that finished first is checked and tried again."""
+    need_root()
+    t = env.path("t")
+    os.mkdir(t)
+    for d in range(20):
+        os.mkdir(os.path.join(t, str(d)))
+        for i in range(1000):
+            with open(os.path.join(t, str(d), str(i)), "wb") as f:
+                f.write(b"x")
+    out = env.path("out")
+    os.mkdir(out)
+    interrupted = 0
+    for fmt in ("native", "happycache"):
+        snap = os.path.join(out, "snap")
+        for attempt in range(5):
+            with open(snap, "wb") as f:
+                f.write(b"old")
+            cmd = [EXE, "dump", "-q", "--format", fmt, "-o", snap, t]
+            if UNDER_VALGRIND:
+                cmd = VALGRIND + cmd
+            p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            fddir = f"/proc/{p.pid}/fd"
+            sent = False
+            while p.poll() is None and not sent:
+                try:
+                    for fd in os.listdir(fddir):
+                        if os.readlink(os.path.join(fddir, fd)).startswith(out + "/"):
+                            p.send_signal(signal.SIGTERM)
+                            sent = True
+                            break
+                except OSError:
+                    pass  # an fd closed between listdir and readlink
+            _, err = p.communicate(timeout=TIMEOUT * (10 if UNDER_VALGRIND else 1))
+            check(os.listdir(out) == ["snap"], f"{fmt}: left behind: {os.listdir(out)}")
+            with open(snap, "rb") as f:
+                data = f.read()
+            if p.returncode == 0:
+                check(data != b"old", f"{fmt}: exit 0 but the old snapshot stayed")
+                continue  # done before the signal came
+            check(p.returncode == 1 and b"interrupted by a signal" in err and data == b"old",
+                  f"{fmt}: exit {p.returncode}, {err!r}, snapshot {data[:8]!r}")
+            interrupted += 1
+            break
+    check(interrupted == 2, f"only {interrupted} of 2 formats interrupted in 5 tries")
+
+
 def case_diff_orders(env):
     """diff on snapshots whose files come in different orders, by hand."""
     old = native_snapshot("/r", [
@@ -1398,7 +1484,8 @@ CASES = [case_usage_errors, case_round_trip, case_identity_and_strict, case_host
          case_many_files, case_small_files_mapped, case_disk_order, case_dropped_readahead,
          case_dropped_madvise, case_map_refused, case_dropped_readahead_late,
          case_memo_below_evicted, case_idmapped_unowned, case_idmapped_overlay, case_budget,
-         case_nobody, case_diff_orders, case_stdout_and_stdin, case_atomic_dump]
+         case_nobody, case_diff_orders, case_stdout_and_stdin, case_atomic_dump,
+         case_dump_output_not_regular, case_dump_interrupted]
 
 
 def main():

@@ -1064,6 +1064,47 @@ START_TEST(atomic_writer_replaces_only_when_finished)
 }
 END_TEST
 
+/* A device node, FIFO, directory or symlink at the target is never
+ * replaced, whether it is there at the start or appears before the end. */
+START_TEST(atomic_writer_replaces_only_a_regular_file)
+{
+	struct pc_snapshot_info info = test_info();
+	struct pc_snapshot_file m = meta(0, PC_QUALITY_EXACT);
+	struct pc_snapshot_writer *w;
+	char *dir = make_tmpdir();
+	char names[1024];
+	struct stat st;
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), n;
+
+	ck_assert_int_ge(dfd, 0);
+	ck_assert_int_eq(mkfifoat(dfd, "fifo", 0644), 0);
+	ck_assert_int_eq(mkdirat(dfd, "dir", 0755), 0);
+	ck_assert_int_eq(symlinkat("missing", dfd, "link"), 0);
+	ck_assert_int_eq(pc_snapshot_writer_new_at(dfd, "fifo", 0644, &info, &w), -EEXIST);
+	ck_assert_int_eq(pc_snapshot_writer_new_at(dfd, "dir", 0644, &info, &w), -EEXIST);
+	ck_assert_int_eq(pc_snapshot_writer_new_at(dfd, "link", 0644, &info, &w), -EEXIST);
+	/* a FIFO that appears while the snapshot is written stays */
+	ck_assert_int_eq(pc_snapshot_writer_new_at(dfd, "late", 0644, &info, &w), 0);
+	ck_assert_int_eq(pc_snapshot_write_runs(w, "f", &m, small_runs, 2), 0);
+	ck_assert_int_eq(mkfifoat(dfd, "late", 0644), 0);
+	ck_assert_int_eq(pc_snapshot_writer_finish(w), -EEXIST);
+	pc_snapshot_writer_free(w);
+	ck_assert_int_eq(fstatat(dfd, "late", &st, AT_SYMLINK_NOFOLLOW), 0);
+	ck_assert(S_ISFIFO(st.st_mode));
+	ck_assert_int_eq(fstatat(dfd, "link", &st, AT_SYMLINK_NOFOLLOW), 0);
+	ck_assert(S_ISLNK(st.st_mode));
+	/* nothing else: no temporary file left */
+	list_dir(dir, names, sizeof(names));
+	n = 0;
+	for (const char *p = names; *p; p++)
+		n += *p == '/';
+	ck_assert_msg(n == 4, "%s", names);
+	ck_assert_int_eq(unlinkat(dfd, "dir", AT_REMOVEDIR), 0);
+	close(dfd);
+	remove_tmpdir(dir);
+}
+END_TEST
+
 /* In a child with a 2 KiB file size limit: the writer fails mid-way, and
  * neither its temporary file nor a target appears. */
 START_TEST(atomic_writer_leaves_nothing_on_failure)
@@ -1185,6 +1226,7 @@ int main(void)
 	suite_add_tcase(s, bad);
 	tcase_add_test(files, atomic_writer_replaces_only_when_finished);
 	tcase_add_test(files, atomic_writer_leaves_nothing_on_failure);
+	tcase_add_test(files, atomic_writer_replaces_only_a_regular_file);
 	suite_add_tcase(s, files);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -481,8 +481,11 @@ int pc_snapshot_writer_new(int fd, const struct pc_snapshot_info *info,
  * pc_snapshot_writer_finish() fsyncs it and renames it over @path, then
  * fsyncs the directory. A writer that fails or is freed unfinished leaves
  * no file behind and @path as it was, except when only that last fsync of
- * the directory fails: @path then names the new snapshot already.
- * Returns 0 or -errno.
+ * the directory fails: @path then names the new snapshot already. Only a
+ * regular file is replaced: where @path names anything else (a device
+ * node such as /dev/null, a FIFO, a directory, a symlink), this call, or
+ * pc_snapshot_writer_finish() should one appear there meanwhile, returns
+ * -EEXIST and leaves it alone. Returns 0 or -errno.
  * @since 0.1
  */
 int pc_snapshot_writer_new_at(int dirfd, const char *path, mode_t mode,

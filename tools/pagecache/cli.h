@@ -4,6 +4,7 @@
 #ifndef PAGECACHE_CLI_H
 #define PAGECACHE_CLI_H
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -283,13 +284,16 @@ struct walk_opts {
 			       * file with one cannot be met twice); memory
 			       * then grows with them and the directories,
 			       * not with all files */
+	/* When set and *stop becomes non-zero (a signal handler's flag), the
+	 * walk ends at its next entry and walk_path() returns -EINTR. */
+	const volatile sig_atomic_t *stop;
 };
 
 int walk_new(const struct walk_opts *opts, const struct walk_ops *ops, void *ctx,
 	     struct walk **out);
 /* Measure one command-line path: a file, or a directory walked recursively.
  * Symlinks named here are followed. Returns 0 (per-file problems go to
- * ops->error) or -ENOMEM. */
+ * ops->error), -ENOMEM, or -EINTR once opts->stop is set. */
 int walk_path(struct walk *w, const char *path);
 /* Measure an fd opened by the caller (--pid) under the name path: regular
  * files only, counted once like the rest. Takes fd. Returns 0 or -ENOMEM. */

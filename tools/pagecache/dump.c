@@ -8,15 +8,27 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "snapcli.h"
 
+
+/* SIGINT, SIGTERM, SIGHUP: the walk ends, the unfinished snapshot is
+ * dropped (nothing is written), the command says so. */
+static volatile sig_atomic_t got_signal;
+
+static void on_signal(int sig)
+{
+	got_signal = sig;
+}
 
 struct dump_ctx {
 	enum snap_format fmt;
@@ -52,9 +64,11 @@ static const char dump_usage[] =
 	"                          pagecache.snapshot, or .happycache.gz with\n"
 	"                          --format=happycache, in the current directory).\n"
 	"                          The file is replaced atomically (a temporary\n"
-	"                          file, fsync, rename): a failed dump leaves no\n"
-	"                          partial snapshot. '-' writes to standard output,\n"
-	"                          which is NOT atomic\n"
+	"                          file, fsync, rename): a failed or interrupted\n"
+	"                          dump leaves no partial snapshot. Only a regular\n"
+	"                          file is replaced, never a device node, FIFO,\n"
+	"                          directory or symlink. '-' writes to standard\n"
+	"                          output, which is NOT atomic\n"
 	"      --root DIR          record paths relative to DIR (default: PATH when\n"
 	"                          one PATH is given, or its directory when PATH is a\n"
 	"                          file; required with several PATHs)\n"
@@ -194,6 +208,8 @@ static int on_file(void *ctx, int fd, const struct stat *st, uint64_t mnt_id,
 	size_t nruns = 0;
 	int ret;
 
+	if (got_signal && !c->err)
+		c->err = -EINTR; /* the pipeline's files still queued */
 	if (c->err)
 		return 0;
 	if (!S_ISREG(st->st_mode)) {
@@ -318,45 +334,112 @@ static char *beneath_root(const char *root, const char *real)
 	return strdup(real[n] ? real + n + 1 : "");
 }
 
-/* An atomic happycache file: a hidden temporary in the target directory,
- * fsync, rename. */
+/* An atomic happycache file, as pc_snapshot_writer_new_at() writes a
+ * snapshot: an unnamed O_TMPFILE in the target directory (nothing is left
+ * behind whatever kills the dump), or a hidden ".name.XXXXXX" where the
+ * filesystem has no O_TMPFILE; fsync, a name, rename over the target. */
 struct hc_out {
-	char *path, *tmp;
+	char *base, *tmp;   /* tmp: the hidden name, once the file has one */
 	int fd, dirfd;
 };
+
+/* Like the library's writer, replace only a regular file (or nothing):
+ * as root, -o /dev/null would otherwise replace the device node. */
+static int hc_out_replaceable(struct hc_out *o)
+{
+	struct stat st;
+
+	if (fstatat(o->dirfd, o->base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	return S_ISREG(st.st_mode) ? 0 : -EEXIST;
+}
+
+/* A hidden name for the temporary file beside the target: o->tmp. */
+static int hc_out_name(struct hc_out *o)
+{
+	uint32_t r;
+
+	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+		r = (uint32_t)getpid() ^ (uint32_t)clock();
+	if (asprintf(&o->tmp, ".%s.%08" PRIx32, o->base, r) < 0) {
+		o->tmp = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
 
 static int hc_out_open(struct hc_out *o, const char *path)
 {
 	const char *slash = strrchr(path, '/');
-	char *dir = slash ? strndup(path, (size_t)(slash - path + 1)) : strdup(".");
-	const char *base = slash ? slash + 1 : path;
+	char *dir = slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : strdup(".");
+	int ret;
 
 	o->fd = o->dirfd = -1;
-	o->path = strdup(path);
-	if (!dir || !o->path || asprintf(&o->tmp, "%s.%s.XXXXXX", slash ? dir : "", base) < 0) {
+	o->tmp = NULL;
+	o->base = strdup(slash ? slash + 1 : path);
+	if (!dir || !o->base) {
 		free(dir);
-		o->tmp = NULL;
 		return -ENOMEM;
+	}
+	if (!*o->base || !strcmp(o->base, ".") || !strcmp(o->base, "..")) {
+		free(dir);
+		return -EINVAL;
 	}
 	o->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	free(dir);
 	if (o->dirfd < 0)
 		return -errno;
-	o->fd = mkostemp(o->tmp, O_CLOEXEC);
-	if (o->fd < 0)
+	ret = hc_out_replaceable(o);
+	if (ret < 0)
+		return ret;
+	o->fd = openat(o->dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+	if (o->fd >= 0)
+		return 0;
+	if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
 		return -errno;
-	/* mkstemp makes 0600: 0644 minus the umask, as open(2) would */
-	mode_t mask = umask(0);
-
-	umask(mask);
-	if (fchmod(o->fd, 0644 & ~mask) < 0)
-		return -errno;
-	return 0;
+	for (int i = 0; o->fd < 0 && i < 100; i++) {
+		ret = hc_out_name(o);
+		if (ret < 0)
+			return ret;
+		o->fd = openat(o->dirfd, o->tmp, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+		if (o->fd < 0) {
+			ret = -errno;
+			free(o->tmp);
+			o->tmp = NULL;
+			if (ret != -EEXIST)
+				return ret;
+		}
+	}
+	return o->fd < 0 ? -EEXIST : 0;
 }
 
 static int hc_out_commit(struct hc_out *o)
 {
-	if (fsync(o->fd) < 0 || rename(o->tmp, o->path) < 0)
+	char proc[64];
+	int ret;
+
+	if (fsync(o->fd) < 0)
+		return -errno;
+	ret = hc_out_replaceable(o);
+	if (ret < 0)
+		return ret;
+	/* the unnamed file gets a hidden name first: linkat cannot replace */
+	for (int i = 0; !o->tmp && i < 100; i++) {
+		ret = hc_out_name(o);
+		if (ret < 0)
+			return ret;
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", o->fd);
+		if (linkat(AT_FDCWD, proc, o->dirfd, o->tmp, AT_SYMLINK_FOLLOW) == 0)
+			break;
+		ret = -errno;
+		free(o->tmp);
+		o->tmp = NULL;
+		if (ret != -EEXIST)
+			return ret;
+	}
+	if (!o->tmp)
+		return -EEXIST;
+	if (renameat(o->dirfd, o->tmp, o->dirfd, o->base) < 0)
 		return -errno;
 	free(o->tmp);
 	o->tmp = NULL;
@@ -365,14 +448,23 @@ static int hc_out_commit(struct hc_out *o)
 
 static void hc_out_free(struct hc_out *o)
 {
-	if (o->tmp && o->fd >= 0)
-		unlink(o->tmp);
+	if (o->tmp && o->dirfd >= 0)
+		unlinkat(o->dirfd, o->tmp, 0);
 	if (o->fd >= 0)
 		close(o->fd);
 	if (o->dirfd >= 0)
 		close(o->dirfd);
 	free(o->tmp);
-	free(o->path);
+	free(o->base);
+}
+
+static const char *out_error(int err)
+{
+	if (err == -EEXIST)
+		return "not a regular file (dump replaces only a regular file)";
+	if (err == -EINTR)
+		return "interrupted by a signal";
+	return strerror(-err);
 }
 
 static void summary(struct dump_ctx *c, FILE *f, bool json, const char *out, int64_t size,
@@ -517,6 +609,15 @@ int cmd_dump(int argc, char **argv)
 		goto out;
 	}
 
+	sel.wo.stop = &got_signal;
+	{
+		struct sigaction sa = { .sa_handler = on_signal };
+
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+		sigaction(SIGHUP, &sa, NULL);
+	}
 	/* the root: absolute and resolved, a directory */
 	if (root_arg) {
 		root = realpath(root_arg, NULL);
@@ -568,7 +669,7 @@ int cmd_dump(int argc, char **argv)
 		ret = pc_snapshot_writer_new_at(AT_FDCWD, out, 0644, &info, &c.sw);
 	}
 	if (ret < 0) {
-		cli_error(out, strlen(out), "cannot write the snapshot: %s", strerror(-ret));
+		cli_error(out, strlen(out), "cannot write the snapshot: %s", out_error(ret));
 		ret = PC_EXIT_FAILED;
 		goto out;
 	}
@@ -611,12 +712,16 @@ int cmd_dump(int argc, char **argv)
 	fin = pipeline_finish(&pl);
 	if (fin < 0)
 		ret = fin;
+	if (ret == -EINTR)
+		ret = 0; /* got_signal, below */
 	if (ret < 0)
 		goto nomem;
 	progress_clear(&c.progress);
 
 	/* finish: the end record, fsync, rename */
 	ret = c.err;
+	if (got_signal)
+		ret = -EINTR;
 	if (ret == 0 && c.sw)
 		ret = pc_snapshot_writer_finish(c.sw);
 	if (ret == 0 && c.hw)
@@ -624,7 +729,7 @@ int cmd_dump(int argc, char **argv)
 	if (ret == 0 && c.hw && !to_stdout)
 		ret = hc_out_commit(&ho);
 	if (ret < 0) {
-		cli_error(out, strlen(out), "cannot write the snapshot: %s%s", strerror(-ret),
+		cli_error(out, strlen(out), "cannot write the snapshot: %s%s", out_error(ret),
 			  to_stdout ? "" : " (nothing was written)");
 		ret = PC_EXIT_FAILED;
 		goto out;

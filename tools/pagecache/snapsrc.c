@@ -74,10 +74,14 @@ int snapsrc_open(const char *name, enum snap_format fmt, struct snapsrc **out)
 	if (strcmp(name, "-") == 0) {
 		s->fd = STDIN_FILENO;
 	} else {
-		s->fd = open(name, O_RDONLY | O_CLOEXEC);
-		if (s->fd < 0) {
+		/* O_NONBLOCK: a FIFO without a writer must not hang the open;
+		 * cleared at once, its reads then say end of file */
+		s->fd = open(name, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+		if (s->fd < 0 || fcntl(s->fd, F_SETFL, 0) < 0) {
 			ret = -errno;
 			cli_error(name, strlen(name), "%s", strerror(-ret));
+			if (s->fd >= 0)
+				close(s->fd);
 			free(s);
 			return ret;
 		}
@@ -155,6 +159,10 @@ void snapsrc_report(const struct snapsrc *s, int err)
 		cli_error(s->name, strlen(s->name), "a snapshot format version this "
 			  "program does not know (it reads version %d)",
 			  PC_SNAPSHOT_FORMAT_VERSION);
+	else if (msg && err != -EBADMSG)
+		/* not the snapshot's fault: a read error (EIO, EISDIR ...) */
+		cli_error(s->name, strlen(s->name), "%s at byte %llu", msg,
+			  (unsigned long long)off);
 	else if (msg && s->fmt == SNAP_HAPPYCACHE)
 		cli_error(s->name, strlen(s->name), "corrupt happycache file at byte %llu "
 			  "of its text: %s", (unsigned long long)off, msg);

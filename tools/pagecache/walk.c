@@ -647,6 +647,10 @@ static int walk_tree(struct walk *w, int fd, const struct stat *st)
 		unsigned char dtype;
 		const char *name;
 
+		if (w->opts.stop && *w->opts.stop) {
+			ret = -EINTR;
+			break;
+		}
 		if (l->pos >= l->names.len) {
 			ret = pop_dir(w);
 			if (ret == -ESTALE)
