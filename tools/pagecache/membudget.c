@@ -3,7 +3,10 @@
  * How much memory a restore may fill: MemAvailable from /proc/meminfo, and
  * the room left in the caller's memory cgroup and each of its ancestors
  * (cgroup v2: memory.max minus memory.current; v1: memory.limit_in_bytes
- * minus memory.usage_in_bytes), whichever is smallest.
+ * minus memory.usage_in_bytes), whichever is smallest. A cgroup's usage
+ * counts its page cache, which fills it up to the limit in time: as
+ * MemAvailable does for the machine, the cache reclaim takes first (its
+ * inactive file pages, memory.stat) counts as room.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -46,6 +49,28 @@ static uint64_t mem_available(void)
 
 		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
 			v = (uint64_t)kb * 1024;
+			break;
+		}
+	}
+	fclose(f);
+	return v;
+}
+
+/* A count from a memory.stat file; 0 when it is not there. */
+static uint64_t stat_field(const char *path, const char *name)
+{
+	char line[256];
+	FILE *f = fopen(path, "re");
+	size_t n = strlen(name);
+	uint64_t v = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (strncmp(line, name, n) == 0 && line[n] == ' ') {
+			if (parse_uint(line + n + 1, UINT64_MAX, &v) < 0)
+				v = 0;
 			break;
 		}
 	}
@@ -129,6 +154,8 @@ static uint64_t cgroup_room(bool v2)
 {
 	const char *limit_name = v2 ? "memory.max" : "memory.limit_in_bytes";
 	const char *usage_name = v2 ? "memory.current" : "memory.usage_in_bytes";
+	/* v1's usage counts the cgroups below it: so must its cache */
+	const char *inactive_name = v2 ? "inactive_file" : "total_inactive_file";
 	char *cg = cgroup_path(v2), *mnt = NULL, *mroot = NULL, *dir = NULL;
 	uint64_t room = UINT64_MAX;
 	const char *rel;
@@ -158,7 +185,12 @@ static uint64_t cgroup_room(bool v2)
 		    limit < (UINT64_C(1) << 62)) {
 			snprintf(path, sizeof(path), "%s/%s", dir, usage_name);
 			if (read_u64_file(path, &usage, &unl2) == 0) {
-				uint64_t r = limit > usage ? limit - usage : 0;
+				uint64_t r, inactive;
+
+				snprintf(path, sizeof(path), "%s/memory.stat", dir);
+				inactive = stat_field(path, inactive_name);
+				usage -= inactive < usage ? inactive : usage;
+				r = limit > usage ? limit - usage : 0;
 
 				if (r < room)
 					room = r;
@@ -197,5 +229,5 @@ uint64_t memory_budget(const char **why)
 		avail = v1;
 		*why = "the cgroup's memory.limit_in_bytes minus its usage";
 	}
-	return avail == UINT64_MAX ? 0 : avail;
+	return avail;
 }

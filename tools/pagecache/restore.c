@@ -122,7 +122,7 @@ struct restore {
 	uint64_t budget;           /* bytes left; UINT64_MAX: no limit */
 	uint64_t budget_total;
 	const char *budget_why;
-	uint64_t mem_room;         /* the memory available at the start; 0: unknown */
+	uint64_t mem_room;         /* the memory available at the start; UINT64_MAX: unknown */
 	/* counts */
 	uint64_t files, files_restored, files_empty;
 	uint64_t wanted, beyond_eof, resident_before, read, bytes;
@@ -2090,7 +2090,7 @@ static int win_warm(struct win *w, const struct win_key *keys)
 	 * stop) */
 	m.x.serial = job_threads() == 1 || c->rate ||
 		(c->budget != UINT64_MAX && bound > c->budget / c->ps) ||
-		(c->mem_room && bound > room / 2);
+		(c->mem_room != UINT64_MAX && bound > room / 2);
 	pthread_mutex_init(&m.lock, NULL);
 	pthread_cond_init(&m.cond, NULL);
 	threaded = !m.x.serial && pthread_create(&m.tid, NULL, warmer_main, &m) == 0;
@@ -3733,10 +3733,8 @@ int cmd_restore(int argc, char **argv)
 	} else {
 		c.budget = c.mem_room;
 		c.budget_why = why;
-		if (!c.budget) {
-			c.budget = UINT64_MAX;
+		if (c.budget == UINT64_MAX)
 			c.budget_why = "none: the available memory is unknown";
-		}
 	}
 	c.budget_total = c.budget;
 	if (!c.fast)

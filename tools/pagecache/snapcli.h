@@ -121,8 +121,9 @@ int beneath_open(struct beneath *b, const char *relpath, struct stat *st);
 const char *beneath_method(const struct beneath *b);
 
 /* ---- sizes of memory, for restore's budget (restore.c) ---- */
-/* min(MemAvailable, the cgroup's limit minus its usage) in bytes, and in
- * *why what set it. 0 and "unknown" when nothing could be read. */
+/* min(MemAvailable, the cgroup's limit minus its usage less its inactive
+ * file pages) in bytes, and in *why what set it: 0 when the cgroup is full,
+ * UINT64_MAX and "unknown" when nothing could be read. */
 uint64_t memory_budget(const char **why);
 
 #endif
