@@ -43,8 +43,6 @@ struct dump_ctx {
 	size_t arglen;
 	char *prefix;              /* relative path of arg's target from the root */
 	struct buf rel;
-	struct pc_run *runs;
-	size_t capruns;
 	/* totals */
 	uint64_t files, pages, resident, runs_total, unknown, perturbed;
 	uint64_t errors, skipped, filtered, not_written;
@@ -155,41 +153,31 @@ static int relative_path(struct dump_ctx *c, const char *path, size_t len)
 	return buf_append(&c->rel, rest, restlen);
 }
 
-static int collect_runs(struct dump_ctx *c, const struct pc_residency *r, size_t *n)
+/* The resident runs of r, one at a time: *nruns counts them, and with
+ * happycache's format each is written as it comes (memory does not grow
+ * with a file's runs; the native writer takes them from r itself). */
+static int each_run(struct dump_ctx *c, const struct pc_residency *r, uint64_t *nruns)
 {
 	struct pc_run run;
 	uint64_t p = pc_residency_first_page(r);
+	int ret = 0;
 
-	*n = 0;
+	*nruns = 0;
 	/* a count-only result: none resident, or one run of them all */
 	if (pc_residency_resident(r) == pc_residency_npages(r) && pc_residency_npages(r) &&
 	    pc_residency_quality(r) != PC_QUALITY_UNKNOWN &&
 	    pc_residency_next_run(r, p, &run) == -ENODATA) {
 		run = (struct pc_run){ p, pc_residency_npages(r) };
-		p = run.page + run.npages;
-		if (!c->capruns) {
-			c->runs = malloc(1024 * sizeof(*c->runs));
-			if (!c->runs)
-				return -ENOMEM;
-			c->capruns = 1024;
-		}
-		c->runs[(*n)++] = run;
-		return 0;
+		*nruns = 1;
+		return c->fmt == SNAP_HAPPYCACHE ? hc_write_run(c->hw, &run) : 0;
 	}
-	while (pc_residency_next_run(r, p, &run) > 0) {
-		if (*n == c->capruns) {
-			size_t cap = c->capruns ? c->capruns * 2 : 1024;
-			struct pc_run *rs = realloc(c->runs, cap * sizeof(*rs));
-
-			if (!rs)
-				return -ENOMEM;
-			c->runs = rs;
-			c->capruns = cap;
-		}
-		c->runs[(*n)++] = run;
+	while (ret == 0 && pc_residency_next_run(r, p, &run) > 0) {
+		if (c->fmt == SNAP_HAPPYCACHE)
+			ret = hc_write_run(c->hw, &run);
+		++*nruns;
 		p = run.page + run.npages;
 	}
-	return 0;
+	return ret;
 }
 
 static int on_file(void *ctx, int fd, const struct stat *st, uint64_t mnt_id,
@@ -205,7 +193,7 @@ static int on_file(void *ctx, int fd, const struct stat *st, uint64_t mnt_id,
 		.mnt_id = mnt_id,
 	};
 	struct pc_residency *r = NULL;
-	size_t nruns = 0;
+	uint64_t nruns = 0;
 	int ret;
 
 	if (got_signal && !c->err)
@@ -241,9 +229,6 @@ static int on_file(void *ctx, int fd, const struct stat *st, uint64_t mnt_id,
 	}
 	if (ret < 0)
 		return ret;
-	ret = collect_runs(c, r, &nruns);
-	if (ret < 0)
-		goto out;
 	meta.file_size = (uint64_t)st->st_size;
 	meta.mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
 	meta.dev = (uint64_t)st->st_dev;
@@ -261,7 +246,9 @@ static int on_file(void *ctx, int fd, const struct stat *st, uint64_t mnt_id,
 			c->not_written++;
 			goto out;
 		}
-		ret = hc_write_runs(c->hw, c->rel.data, c->runs, nruns);
+		ret = hc_write_file(c->hw, c->rel.data);
+		if (ret == 0)
+			ret = each_run(c, r, &nruns);
 		if (ret == -EINVAL || ret == -ENAMETOOLONG) {
 			c->not_written++;
 			warn_file(c, path, len, "left out: %s", ret == -EINVAL ?
@@ -272,6 +259,8 @@ static int on_file(void *ctx, int fd, const struct stat *st, uint64_t mnt_id,
 		}
 	} else {
 		ret = pc_snapshot_write_file(c->sw, c->rel.data, &meta, r);
+		if (ret == 0)
+			ret = each_run(c, r, &nruns);
 		if (ret == -EINVAL || ret == -ENAMETOOLONG) {
 			c->not_written++;
 			warn_file(c, path, len, "left out: %s", ret == -EINVAL ?
@@ -768,7 +757,6 @@ out:
 		close(rootfd);
 	free(root);
 	free(c.prefix);
-	free(c.runs);
 	buf_free(&c.rel);
 	selection_free(&sel);
 	return ret;

@@ -515,6 +515,10 @@ int hc_next_run(struct hc_reader *r, struct pc_run *run)
 struct hc_writer {
 	gzFile gz;
 	int err;
+	/* the file being written (hc_write_file()), until its next */
+	const char *path;
+	bool path_written;
+	uint64_t in_chunk, prev;
 	char line[HC_LINE_MAX + 8];
 };
 
@@ -567,39 +571,58 @@ static int put_path(struct hc_writer *w, const char *relpath)
 	return ret;
 }
 
-int hc_write_runs(struct hc_writer *w, const char *relpath, const struct pc_run *runs,
-		  size_t n)
+int hc_write_file(struct hc_writer *w, const char *relpath)
 {
-	uint64_t in_chunk = 0, prev = 0;
-	char num[24];
-	int ret;
-
+	w->path = NULL;
 	if (strchr(relpath, '\n') || !*relpath)
 		return -EINVAL; /* a newline cannot be written in this format */
 	/* nor a line the reader refuses: "./" and the path within HC_LINE_MAX
 	 * (a walk's relative paths may be longer than PATH_MAX) */
 	if (strlen(relpath) > PC_SNAPSHOT_PATH_MAX)
 		return -ENAMETOOLONG;
-	if (n == 0)
-		return w->err;
-	ret = put_path(w, relpath);
-	for (size_t i = 0; i < n && ret == 0; i++) {
-		for (uint64_t p = runs[i].page; p < runs[i].page + runs[i].npages && ret == 0; p++) {
-			int len;
+	w->path = relpath;
+	w->path_written = false;
+	w->in_chunk = w->prev = 0;
+	return w->err;
+}
 
-			if (in_chunk == HC_CHUNK_PAGES) {
-				ret = put_path(w, relpath);
-				in_chunk = 0;
-			}
-			/* the first page of a chunk absolute, then differences */
-			len = snprintf(num, sizeof(num), "%llu\n",
-				       (unsigned long long)(in_chunk ? p - prev : p));
-			if (ret == 0)
-				ret = put(w, num, (size_t)len);
-			prev = p;
-			in_chunk++;
-		}
+int hc_write_run(struct hc_writer *w, const struct pc_run *run)
+{
+	char num[24];
+	int ret = w->err;
+
+	if (!w->path)
+		return -EINVAL;
+	if (ret == 0 && !w->path_written) {
+		ret = put_path(w, w->path);
+		w->path_written = true;
 	}
+	for (uint64_t p = run->page; p < run->page + run->npages && ret == 0; p++) {
+		int len;
+
+		if (w->in_chunk == HC_CHUNK_PAGES) {
+			ret = put_path(w, w->path);
+			w->in_chunk = 0;
+		}
+		/* the first page of a chunk absolute, then differences */
+		len = snprintf(num, sizeof(num), "%llu\n",
+			       (unsigned long long)(w->in_chunk ? p - w->prev : p));
+		if (ret == 0)
+			ret = put(w, num, (size_t)len);
+		w->prev = p;
+		w->in_chunk++;
+	}
+	return ret;
+}
+
+int hc_write_runs(struct hc_writer *w, const char *relpath, const struct pc_run *runs,
+		  size_t n)
+{
+	int ret = hc_write_file(w, relpath);
+
+	for (size_t i = 0; i < n && ret == 0; i++)
+		ret = hc_write_run(w, &runs[i]);
+	w->path = NULL;
 	return ret;
 }
 

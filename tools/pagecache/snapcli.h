@@ -60,6 +60,11 @@ int hc_writer_new(int fd, struct hc_writer **out);
  * one longer than PC_SNAPSHOT_PATH_MAX (nothing written for either). */
 int hc_write_runs(struct hc_writer *w, const char *relpath, const struct pc_run *runs,
 		  size_t n);
+/* The same a run at a time, in memory that does not grow with the runs:
+ * hc_write_file() checks the path (the errors above) and keeps it, which
+ * must stay valid until the file's last hc_write_run() (runs in order). */
+int hc_write_file(struct hc_writer *w, const char *relpath);
+int hc_write_run(struct hc_writer *w, const struct pc_run *run);
 /* Flush and end the gzip stream; does not close fd. Returns 0 or -errno. */
 int hc_writer_finish(struct hc_writer *w);
 void hc_writer_free(struct hc_writer *w);
