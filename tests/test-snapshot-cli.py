@@ -554,6 +554,13 @@ def case_happycache_by_hand(env):
     evict(a)
     rc, doc, err = run_json(["restore", "--fast", "-q", "--root", t, out])
     check(rc == 0 and resident_pages(a) == {1, 2, 3, 50}, f"ours: {sorted(resident_pages(a))}")
+    # without FILE, both commands take happycache's .happycache.gz
+    rc, _, err = run(["dump", "-q", "--format=happycache", t], cwd=env.dir)
+    check(rc == 0 and os.path.exists(env.path(".happycache.gz")), f"dump default: {err!r}")
+    evict(a)
+    rc, doc, err = run_json(["restore", "--fast", "-q", "--format=happycache", "--root", t],
+                            cwd=env.dir)
+    check(rc == 0 and resident_pages(a) == {1, 2, 3, 50}, f"restore default: {rc} {err!r}")
 
 
 def case_happycache_hostile(env):

@@ -211,9 +211,10 @@ static void on_signal(int sig)
 static const char restore_usage[] =
 	"Usage: pagecache restore [OPTIONS] [FILE]\n"
 	"\n"
-	"Bring the pages recorded in FILE (default: pagecache.snapshot; '-':\n"
-	"standard input) back into the page cache. Only pages that are not\n"
-	"already resident are read; files are opened beneath the root only.\n"
+	"Bring the pages recorded in FILE (default: pagecache.snapshot, or\n"
+	".happycache.gz with --format=happycache; '-': standard input) back into\n"
+	"the page cache. Only pages that are not already resident are read;\n"
+	"files are opened beneath the root only.\n"
 	"\n"
 	"      --root DIR          restore beneath DIR (default: the root recorded\n"
 	"                          in the snapshot; for happycache files the current\n"
@@ -3691,7 +3692,9 @@ int cmd_restore(int argc, char **argv)
 		ret = usage_error("restore", "%s", "one snapshot at a time");
 		goto out;
 	}
-	c.name = optind < argc ? argv[optind] : "pagecache.snapshot";
+	/* as dump writes them by default */
+	c.name = optind < argc ? argv[optind] :
+		 c.fmt == SNAP_HAPPYCACHE ? ".happycache.gz" : "pagecache.snapshot";
 
 	ret = snapsrc_open(c.name, c.fmt, &c.src);
 	if (ret < 0) {
