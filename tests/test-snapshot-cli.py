@@ -1432,6 +1432,56 @@ def case_dump_interrupted(env):
     check(interrupted == 2, f"only {interrupted} of 2 formats interrupted in 5 tries")
 
 
+def case_renamed(env):
+    """A file missing from its recorded path is looked for by the device and
+    inode recorded, beneath the root only: renamed, or kept by another hard
+    link, it is restored under its name now; one whose mtime changed, or
+    whose only other link lies outside the root (through a symlink), stays
+    missing. From a pipe the snapshot cannot be read twice: no search."""
+    need_root()
+    t = env.path("t")
+    os.makedirs(os.path.join(t, "d"))
+    outside = env.path("outside")
+    os.mkdir(outside)
+    names = ["a", "b", "c", "s"]
+    for n in names:
+        make_file(os.path.join(t, n), 64)
+        set_pattern(os.path.join(t, n), [2, 3, 40])
+    snap = env.path("snap")
+    rc, _, err = run(["dump", "-q", "-o", snap, t])
+    check(rc == 0, f"dump: {err!r}")
+    os.rename(os.path.join(t, "a"), os.path.join(t, "d", "a2"))           # renamed
+    os.link(os.path.join(t, "b"), os.path.join(t, "d", "b-link"))         # a hard link
+    os.unlink(os.path.join(t, "b"))
+    os.rename(os.path.join(t, "c"), os.path.join(t, "c.new"))             # renamed, then
+    os.utime(os.path.join(t, "c.new"), ns=(1, 1))                         # changed
+    os.link(os.path.join(t, "s"), os.path.join(outside, "s-link"))        # only outside
+    os.unlink(os.path.join(t, "s"))
+    os.symlink(outside, os.path.join(t, "to-outside"))
+    found = {"d/a2": os.path.join(t, "d", "a2"), "d/b-link": os.path.join(t, "d", "b-link")}
+    others = [os.path.join(t, "c.new"), os.path.join(outside, "s-link")]
+    for order in ("file", "disk", "physical"):
+        for p in list(found.values()) + others:
+            evict(p)
+        rc, doc, err = run_json(["restore", "--fast", "--order", order, snap])
+        check(rc == 0, f"{order}: exit {rc}: {err!r}")
+        check(doc["renamed"] == 2 and doc["skipped"]["missing"] == 2 and
+              doc["files_restored"] == 2, f"{order}: {doc}")
+        for rel, p in found.items():
+            check(resident_pages(p) == {2, 3, 40}, f"{order}: {rel}: {sorted(resident_pages(p))}")
+            check(rel.encode() in err, f"{order}: no note names {rel}: {err!r}")
+        for p in others:
+            check(not resident_pages(p), f"{order}: {p} was read")
+        check(b"c: skipped: missing" in err and b"s: skipped: missing" in err, f"{err!r}")
+    # from a pipe: missing, not looked for
+    for p in found.values():
+        evict(p)
+    with open(snap, "rb") as f:
+        rc, doc, err = run_json(["restore", "--fast", "-"], input_bytes=f.read())
+    check(rc == 0 and doc["renamed"] == 0 and doc["skipped"]["missing"] == 4, f"pipe: {doc}")
+    check(not any(resident_pages(p) for p in found.values()), "pipe: restored by inode")
+
+
 def case_diff_orders(env):
     """diff on snapshots whose files come in different orders, by hand."""
     old = native_snapshot("/r", [
@@ -1504,7 +1554,7 @@ CASES = [case_usage_errors, case_round_trip, case_identity_and_strict, case_host
          case_dropped_madvise, case_map_refused, case_dropped_readahead_late,
          case_memo_below_evicted, case_idmapped_unowned, case_idmapped_overlay, case_budget,
          case_nobody, case_diff_orders, case_stdout_and_stdin, case_atomic_dump,
-         case_dump_output_not_regular, case_dump_interrupted]
+         case_dump_output_not_regular, case_dump_interrupted, case_renamed]
 
 
 def main():

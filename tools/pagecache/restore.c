@@ -48,6 +48,8 @@
 #define BATCH_RUNS 4096
 #define WATCH_SLOTS 8
 #define CHANGED_NAMES 20
+/* files missing from their path that find_renamed() looks for, at most */
+#define LOST_MAX (1u << 20)
 #define PRECHECK_RUNS 8 /* runs per file measure() asks cachestat about */
 #define QUICK_RUN_BYTES (256 * 1024) /* the largest run quick_look() reads */
 #define MAP_REGS 4 /* batches' maps alive at once (EARLY_LAG of them, and room) */
@@ -129,6 +131,18 @@ struct restore {
 	uint64_t skipped[SKIP_COUNT];
 	uint64_t changed;
 	char *changed_names[CHANGED_NAMES];
+	/* files missing from their recorded path, looked for by device and
+	 * inode once the rest is done (find_renamed()): renamed, or another
+	 * hard link of them left */
+	struct lost {
+		uint64_t dev, ino;
+		uint64_t index;    /* its place in the snapshot */
+		char *rel;         /* its recorded path */
+		char *found;       /* find_renamed(): a path it may have now */
+	} *lost;
+	size_t nlost, caplost;
+	bool can_reread;           /* a seekable snapshot: read again for them */
+	uint64_t renamed;
 	bool hidden;               /* some file's residency was hidden: all of it read */
 	enum stop stop;
 	int read_error;
@@ -714,7 +728,8 @@ static const char *relative(struct restore *c, const char *path)
 	return path + n + 1;
 }
 
-static void open_failed(struct restore *c, const char *rel, int fd);
+static void open_failed(struct restore *c, const char *rel, int fd, const struct snap_file *f,
+			uint64_t index);
 
 /* Open a recorded file, or count why not: fd, or -1 when skipped. */
 static int open_file(struct restore *c, const struct snap_file *f, const char **relp,
@@ -732,17 +747,51 @@ static int open_file(struct restore *c, const struct snap_file *f, const char **
 	fd = beneath_open(&c->bn, rel, st);
 	if (fd >= 0)
 		return fd;
-	open_failed(c, rel, fd);
+	open_failed(c, rel, fd, f, c->files - 1);
 	return -1;
 }
 
-/* Count (and note) why rel could not be opened: fd is beneath_open's -errno. */
-static void open_failed(struct restore *c, const char *rel, int fd)
+/* Remember a file missing from its path, for find_renamed(): where its
+ * device and inode were recorded, and the snapshot can be read again.
+ * true when it is (its note waits for the search). */
+static bool lost_add(struct restore *c, const struct snap_file *f, const char *rel,
+		     uint64_t index)
+{
+	struct lost *l;
+
+	if (!f || !f->identity || (!f->dev && !f->ino) || !c->can_reread ||
+	    c->nlost >= LOST_MAX)
+		return false;
+	if (c->nlost == c->caplost) {
+		size_t cap = c->caplost ? c->caplost * 2 : 64;
+
+		l = realloc(c->lost, cap * sizeof(*l));
+		if (!l)
+			return false;
+		c->lost = l;
+		c->caplost = cap;
+	}
+	l = &c->lost[c->nlost];
+	l->rel = strdup(rel);
+	if (!l->rel)
+		return false;
+	l->dev = f->dev;
+	l->ino = f->ino;
+	l->index = index;
+	c->nlost++;
+	return true;
+}
+
+/* Count (and note) why rel could not be opened: fd is beneath_open's -errno;
+ * f (NULL: not known) the file as recorded, index its place. */
+static void open_failed(struct restore *c, const char *rel, int fd, const struct snap_file *f,
+			uint64_t index)
 {
 	switch (fd) {
 	case -ENOENT:
 		c->skipped[SKIP_MISSING]++;
-		note(c, rel, "skipped: missing");
+		if (!lost_add(c, f, rel, index))
+			note(c, rel, "skipped: missing");
 		break;
 	case -EINVAL:
 	case -ENAMETOOLONG:
@@ -1266,6 +1315,8 @@ struct job {
 	bool identity;
 	uint64_t size;
 	int64_t mtime_ns;
+	uint64_t dev, ino;         /* as recorded */
+	uint64_t index;            /* its place in the snapshot */
 	size_t run0, nruns;        /* in jobs.runs */
 	/* the worker's part: job_open() (ahead, for a window), then pc_warm() */
 	bool opened;               /* job_open() done: fd, st, same, ... are set */
@@ -1476,7 +1527,7 @@ static void job_do(struct jobctx *x, struct job *j, struct pc_run *runs)
 static int job_account(struct restore *c, struct job *j, struct pc_run *runs)
 {
 	struct snap_file f = { .path = j->rel, .identity = j->identity, .size = j->size,
-			       .mtime_ns = j->mtime_ns };
+			       .mtime_ns = j->mtime_ns, .dev = j->dev, .ino = j->ino };
 	int ret;
 
 	if (j->fd == -ECANCELED) {
@@ -1484,7 +1535,7 @@ static int job_account(struct restore *c, struct job *j, struct pc_run *runs)
 		return 0;
 	}
 	if (j->fd < 0 && !j->closed) {
-		open_failed(c, j->rel, j->fd);
+		open_failed(c, j->rel, j->fd, &f, j->index);
 		return 0;
 	}
 	if (!identity_ok(c, &f, j->rel, &j->st) && c->strict) {
@@ -1946,6 +1997,9 @@ static struct job *win_add(struct win *w, const struct snap_file *f, const char 
 	j->identity = f->identity;
 	j->size = f->size;
 	j->mtime_ns = f->mtime_ns;
+	j->dev = f->dev;
+	j->ino = f->ino;
+	j->index = w->c->files - 1;
 	w->n++;
 	return j;
 }
@@ -2190,7 +2244,7 @@ static int restore_alone(struct restore *c, struct jobq *q, const struct snap_fi
 	}
 	fd = beneath_open(&c->bn, rel, &st);
 	if (fd < 0) {
-		open_failed(c, rel, fd);
+		open_failed(c, rel, fd, f, c->files - 1);
 		return 0;
 	}
 	if (!identity_ok(c, f, rel, &st) && c->strict) {
@@ -2332,6 +2386,9 @@ static int restore_in_order(struct restore *c)
 			j->identity = f->identity;
 			j->size = f->size;
 			j->mtime_ns = f->mtime_ns;
+			j->dev = f->dev;
+			j->ino = f->ino;
+			j->index = c->files - 1;
 			j->early = true;
 			j->run0 = run0;
 			j->nruns = js->nruns - run0;
@@ -3303,6 +3360,111 @@ static void settle(struct restore *c)
 	c->settle = now_seconds() - t0;
 }
 
+static int lost_index_cmp(const void *pa, const void *pb)
+{
+	const struct lost *a = pa, *b = pb;
+
+	return a->index < b->index ? -1 : a->index > b->index;
+}
+
+/* A lost file found at l->found: restored there when it is the file
+ * recorded (device, inode, size and mtime), its runs read from f. */
+static int restore_found(struct restore *c, const struct snap_file *f, struct lost *l,
+			 struct pc_run *batch)
+{
+	struct stat st;
+	int fd = beneath_open(&c->bn, l->found, &st);
+
+	if (fd >= 0 && (uint64_t)st.st_dev == l->dev && (uint64_t)st.st_ino == l->ino &&
+	    same_file(true, f->size, f->mtime_ns, &st)) {
+		c->skipped[SKIP_MISSING]--;
+		c->renamed++;
+		note(c, l->found, "restored: the file recorded under another name (renamed "
+		     "since the dump, or another of its hard links: the same device, inode, "
+		     "size and mtime)");
+		return restore_streaming(c, l->found, fd, &st, batch, 0);
+	}
+	if (fd >= 0)
+		close(fd);
+	free(l->found);
+	l->found = NULL; /* not that file: missing */
+	return 0;
+}
+
+/*
+ * The files missing from their recorded path (lost_add()), looked for
+ * beneath the root by the device and inode recorded (find_inodes()): a file
+ * renamed since the dump, or one of whose hard links was removed, is
+ * restored under the name it has now when its size and mtime are still
+ * those recorded (a device and inode number alone can be a new file's, the
+ * old one deleted). The snapshot is read again for their runs. Not when
+ * the restore stopped early. Then the notes of those still missing.
+ */
+static int find_renamed(struct restore *c)
+{
+	struct inode_key *keys;
+	struct pc_run *batch = NULL;
+	const struct snap_file *f;
+	uint64_t index = 0;
+	size_t next = 0;
+	int ret = 0;
+
+	if (!c->nlost)
+		return 0;
+	if (c->stop || got_signal)
+		goto notes;
+	keys = calloc(c->nlost, sizeof(*keys));
+	if (!keys)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->nlost; i++)
+		keys[i] = (struct inode_key){ .dev = c->lost[i].dev, .ino = c->lost[i].ino, .i = i };
+	ret = find_inodes(c->bn.rootfd, keys, c->nlost, &got_signal);
+	for (size_t k = 0; k < c->nlost; k++)
+		c->lost[keys[k].i].found = keys[k].found;
+	free(keys);
+	if (ret <= 0)
+		goto notes;
+	qsort(c->lost, c->nlost, sizeof(*c->lost), lost_index_cmp);
+	batch = malloc(BATCH_RUNS * sizeof(*batch));
+	if (!batch) {
+		ret = -ENOMEM;
+		goto notes;
+	}
+	ret = snapsrc_rewind(c->src);
+	while (ret == 0) {
+		int more;
+
+		while (next < c->nlost && !c->lost[next].found)
+			next++;
+		if (next == c->nlost || c->stop)
+			break;
+		more = snapsrc_next_file(c->src, &f);
+		if (more <= 0) {
+			ret = more;
+			break;
+		}
+		if (index++ == c->lost[next].index)
+			ret = restore_found(c, f, &c->lost[next++], batch);
+	}
+	free(batch);
+notes:
+	for (size_t i = 0; i < c->nlost; i++) {
+		if (c->lost[i].found && next > i)
+			continue;
+		note(c, c->lost[i].rel, "skipped: missing");
+	}
+	return ret < 0 ? ret : 0;
+}
+
+static void lost_free(struct restore *c)
+{
+	for (size_t i = 0; i < c->nlost; i++) {
+		free(c->lost[i].rel);
+		free(c->lost[i].found);
+	}
+	free(c->lost);
+}
+
 /* ---- gentle by default ---- */
 
 /* Whether the block device whose sysfs directory is dir (a disk or a
@@ -3478,6 +3640,7 @@ static void summary_json(struct restore *c, FILE *f)
 	}
 	json_end_object(&j);
 	json_uint(&j, "files_skipped", skipped);
+	json_uint(&j, "renamed", c->renamed);
 	json_uint(&j, "changed", c->changed);
 	json_begin_array(&j, "changed_files");
 	for (uint64_t i = 0; i < c->changed && i < CHANGED_NAMES; i++)
@@ -3534,6 +3697,10 @@ static void summary_text(struct restore *c, FILE *f)
 		}
 		fputc('\n', f);
 	}
+	if (c->renamed)
+		fprintf(f, "renamed:        %llu files found under another name (the same "
+			"device, inode, size and mtime) and restored there\n",
+			(unsigned long long)c->renamed);
 	if (c->changed) {
 		fprintf(f, "changed:        %llu files' size or mtime changed since the dump%s:",
 			(unsigned long long)c->changed, c->strict ? " (skipped: --strict)" : "");
@@ -3708,6 +3875,7 @@ int cmd_restore(int argc, char **argv)
 		ret = PC_EXIT_FAILED;
 		goto out;
 	}
+	c.can_reread = ret == 1;
 	if (!root_arg) {
 		root_arg = snapsrc_root(c.src);
 		if (!*root_arg && snapsrc_format(c.src) == SNAP_HAPPYCACHE)
@@ -3756,6 +3924,9 @@ int cmd_restore(int argc, char **argv)
 	c.start = now_seconds();
 	choose_order(&c);
 	ret = c.order == ORDER_PHYSICAL ? restore_physical(&c) : restore_in_order(&c);
+	progress_clear(&c.progress);
+	if (ret == 0)
+		ret = find_renamed(&c);
 	c.elapsed = now_seconds() - c.start;
 	progress_clear(&c.progress);
 	if (ret < 0 && ret != -ENOMEM && ret != -EIO) {
@@ -3778,6 +3949,7 @@ int cmd_restore(int argc, char **argv)
 	if (fflush(stdout) != 0 || ferror(stdout))
 		ret = PC_EXIT_FAILED;
 out:
+	lost_free(&c);
 	kept_free(&c);
 	free(c.early);
 	free(c.mapvec);

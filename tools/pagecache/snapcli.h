@@ -93,6 +93,9 @@ enum snap_format snapsrc_format(const struct snapsrc *s);
  * valid), 0 when the input cannot be read twice (a pipe), -errno for a
  * corrupt input (snapsrc_report() it). */
 int snapsrc_validate(struct snapsrc *s);
+/* Start again from the first file (a seekable input only: -ESPIPE).
+ * Returns 0 or -errno. */
+int snapsrc_rewind(struct snapsrc *s);
 /* 1 and *f (valid until the next call), 0 at the end, -errno. */
 int snapsrc_next_file(struct snapsrc *s, const struct snap_file **f);
 /* The next run of the current file in this machine's pages. */
@@ -124,6 +127,22 @@ int beneath_open(struct beneath *b, const char *relpath, struct stat *st);
 /* How paths are opened: "openat2(RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS)" or
  * "a component walk with O_NOFOLLOW (openat2 unavailable)". */
 const char *beneath_method(const struct beneath *b);
+
+/* ---- findino.c: files by device and inode beneath a root ---- */
+struct inode_key {
+	uint64_t dev, ino;
+	size_t i;                  /* the caller's */
+	char *found;               /* find_inodes(): a path beneath the root
+				    * (malloc'ed) of a regular file with that
+				    * device and inode number in its directory */
+};
+/* Read the tree beneath rootfd (getdents; no symlink followed, no file
+ * opened) until every key without found has one, or *stop is set; sorts
+ * keys (by device, then inode). Returns how many keys have found, or
+ * -ENOMEM. The caller checks what it finds: a directory entry's inode
+ * number can be stale, and the file can change before it is opened. */
+int find_inodes(int rootfd, struct inode_key *keys, size_t n,
+		const volatile sig_atomic_t *stop);
 
 /* ---- sizes of memory, for restore's budget (restore.c) ---- */
 /* min(MemAvailable, the cgroup's limit minus its usage less its inactive

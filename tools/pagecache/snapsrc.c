@@ -273,12 +273,21 @@ int snapsrc_validate(struct snapsrc *s)
 			;
 	if (ret < 0)
 		return ret;
-	/* start again from the beginning */
+	ret = snapsrc_rewind(s);
+	return ret < 0 ? ret : 1;
+}
+
+int snapsrc_rewind(struct snapsrc *s)
+{
+	int ret;
+
+	if (s->start < 0)
+		return -ESPIPE;
 	drop_reader(s);
 	if (lseek(s->fd, s->start, SEEK_SET) < 0)
 		return -errno;
 	ret = make_reader(s);
 	if (ret == 0 && s->fmt == SNAP_NATIVE)
 		ret = pc_snapshot_read_header(s->rd);
-	return ret < 0 ? ret : 1;
+	return ret;
 }

@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Finding files by device and inode beneath a root: where restore looks
+ * for a recorded file that is missing from its path but may have been
+ * renamed or still be there under another hard link, on the machine that
+ * dumped it. The tree is read with getdents alone (readdir's d_ino; fstatat
+ * only where the filesystem gives no type), one open directory per level,
+ * each opened from its parent with O_NOFOLLOW | O_DIRECTORY: no symlink is
+ * followed and nothing outside the root is reached. Entries are compared
+ * only in directories on a device some wanted file was on.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "snapcli.h"
+
+/* Deeper than this, a tree is left alone (a bind mount can make a loop). */
+#define FINDINO_MAX_DEPTH 256
+
+static int key_cmp(const void *pa, const void *pb)
+{
+	const struct inode_key *a = pa, *b = pb;
+
+	if (a->dev != b->dev)
+		return a->dev < b->dev ? -1 : 1;
+	return a->ino < b->ino ? -1 : a->ino > b->ino;
+}
+
+static bool dev_wanted(const struct inode_key *keys, size_t n, uint64_t dev)
+{
+	size_t lo = 0, hi = n;
+
+	/* keys are sorted by device first: the first key of dev, if any */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (keys[mid].dev < dev)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && keys[lo].dev == dev;
+}
+
+struct level {
+	DIR *d;
+	uint64_t dev;
+	size_t pathlen;            /* of the path up to this directory */
+};
+
+/* Append "/name" (or "name" at the top) to *path; 0 or -ENOMEM. */
+static int path_push(struct buf *path, size_t at, const char *name)
+{
+	path->len = at;
+	if (at && buf_append(path, "/", 1) < 0)
+		return -ENOMEM;
+	if (buf_append(path, name, strlen(name)) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+int find_inodes(int rootfd, struct inode_key *keys, size_t n,
+		const volatile sig_atomic_t *stop)
+{
+	struct level levels[FINDINO_MAX_DEPTH];
+	struct buf path = { 0 };
+	size_t depth = 0, left = 0;
+	struct stat st;
+	int fd, ret = 0;
+
+	for (size_t i = 0; i < n; i++)
+		left += !keys[i].found;
+	qsort(keys, n, sizeof(*keys), key_cmp);
+	if (!left)
+		return 0;
+	fd = openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st) < 0 || !(levels[0].d = fdopendir(fd))) {
+		close(fd);
+		return 0;
+	}
+	levels[0].dev = (uint64_t)st.st_dev;
+	levels[0].pathlen = 0;
+	depth = 1;
+	while (depth && left && !(stop && *stop)) {
+		struct level *l = &levels[depth - 1];
+		struct inode_key key, *k;
+		struct dirent *e;
+		unsigned char type;
+
+		errno = 0;
+		e = readdir(l->d);
+		if (!e) {
+			closedir(l->d);
+			depth--;
+			continue;
+		}
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		type = e->d_type;
+		key = (struct inode_key){ .dev = l->dev, .ino = e->d_ino };
+		if (type == DT_UNKNOWN) {
+			if (fstatat(dirfd(l->d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+				continue;
+			type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
+			key.ino = (uint64_t)st.st_ino;
+		}
+		if (type == DT_REG && dev_wanted(keys, n, l->dev) &&
+		    (k = bsearch(&key, keys, n, sizeof(*keys), key_cmp)) && !k->found) {
+			/* the first name met; a hard link's others are alike */
+			if (path_push(&path, l->pathlen, e->d_name) < 0 ||
+			    !(k->found = strndup(path.data, path.len))) {
+				ret = -ENOMEM;
+				break;
+			}
+			left--;
+			continue;
+		}
+		if (type != DT_DIR || depth == FINDINO_MAX_DEPTH)
+			continue;
+		fd = openat(dirfd(l->d), e->d_name,
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			continue; /* unreadable, or gone: nothing to find there */
+		if (path_push(&path, l->pathlen, e->d_name) < 0) {
+			close(fd);
+			ret = -ENOMEM;
+			break;
+		}
+		if (fstat(fd, &st) < 0 || !(levels[depth].d = fdopendir(fd))) {
+			close(fd);
+			continue;
+		}
+		levels[depth].dev = (uint64_t)st.st_dev;
+		levels[depth].pathlen = path.len;
+		depth++;
+	}
+	while (depth)
+		closedir(levels[--depth].d);
+	buf_free(&path);
+	if (ret < 0)
+		return ret;
+	ret = 0;
+	for (size_t i = 0; i < n; i++)
+		ret += keys[i].found != NULL;
+	return ret;
+}
