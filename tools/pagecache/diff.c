@@ -59,7 +59,8 @@ static const char diff_usage[] =
 	"what it pushed out. Snapshots of either format; files match by path.\n"
 	"Only files that differ are listed.\n"
 	"\n"
-	"      --json              one JSON document\n"
+	"      --json              one JSON document (format_version 1, fields in\n"
+	"                          pagecache(1))\n"
 	"  -h, --help              show this help\n"
 	"\n"
 	"Exit status: 0 done, 1 a snapshot could not be read, 2 usage error.\n";
@@ -408,6 +409,7 @@ int cmd_diff(int argc, char **argv)
 	if (d.json) {
 		json_init(&d.j, stdout, true);
 		json_begin_object(&d.j, NULL);
+		json_uint(&d.j, "format_version", 1);
 		json_cstring(&d.j, "old", argv[optind]);
 		json_cstring(&d.j, "new", argv[optind + 1]);
 		json_uint(&d.j, "page_size", d.ps);

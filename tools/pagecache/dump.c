@@ -74,6 +74,7 @@ static const char dump_usage[] =
 	"                          happycache's gzip'ed text: paths and page numbers\n"
 	"                          only, no identity, no unknown files)\n"
 	"      --json              print the summary as one JSON object\n"
+	"                          (format_version 1, fields in pagecache(1))\n"
 	"  -q, --quiet             no progress line, no per-file notes or warnings\n"
 	"\n"
 	"Selection (as pagecache stat):\n"
@@ -467,6 +468,7 @@ static void summary(struct dump_ctx *c, FILE *f, bool json, const char *out, int
 
 		json_init(&j, f, true);
 		json_begin_object(&j, NULL);
+		json_uint(&j, "format_version", 1);
 		json_cstring(&j, "format", c->fmt == SNAP_HAPPYCACHE ? "happycache" : "native");
 		json_cstring(&j, "output", out);
 		json_cstring(&j, "root", root);

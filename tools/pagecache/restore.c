@@ -256,6 +256,7 @@ static const char restore_usage[] =
 	"      --format F          auto (default: gzip's magic means happycache;\n"
 	"                          needs a seekable FILE), native or happycache\n"
 	"      --json              print the summary as one JSON object\n"
+	"                          (format_version 1, fields in pagecache(1))\n"
 	"  -q, --quiet             no progress line, no per-file notes\n"
 	"  -h, --help              show this help\n"
 	"\n"
@@ -3612,6 +3613,7 @@ static void summary_json(struct restore *c, FILE *f)
 
 	json_init(&j, f, true);
 	json_begin_object(&j, NULL);
+	json_uint(&j, "format_version", 1);
 	json_cstring(&j, "snapshot", c->name);
 	json_cstring(&j, "format", snapsrc_format(c->src) == SNAP_HAPPYCACHE ? "happycache"
 		     : "native");
