@@ -561,6 +561,17 @@ def case_happycache_by_hand(env):
     rc, doc, err = run_json(["restore", "--fast", "-q", "--format=happycache", "--root", t],
                             cwd=env.dir)
     check(rc == 0 and resident_pages(a) == {1, 2, 3, 50}, f"restore default: {rc} {err!r}")
+    # ".//x" is x beneath the root too, as "./x" is
+    evict(a)
+    hc2 = env.path("slashes.gz")
+    with gzip.open(hc2, "wb") as f:
+        f.write(b".//a\n9\n")
+    rc, doc, err = run_json(["restore", "--fast", "-q", "--root", t, hc2])
+    check(rc == 0 and resident_pages(a) == {9}, f".//a: {rc} {err!r}")
+    # from a pipe the format cannot be detected: the error says what to do
+    with open(hc2, "rb") as f:
+        rc, _, err = run(["restore", "-q", "--root", t, "-"], input_bytes=f.read())
+    check(rc == 1 and b"--format=happycache" in err, f"piped happycache: {rc} {err!r}")
 
 
 def case_happycache_hostile(env):

@@ -483,7 +483,11 @@ int cmd_diff(int argc, char **argv)
 		       (unsigned long long)d.files_new_only, (unsigned long long)d.files_changed,
 		       (unsigned long long)d.unknown);
 	}
-	ret = fflush(stdout) != 0 || ferror(stdout) ? PC_EXIT_FAILED : PC_EXIT_OK;
+	ret = PC_EXIT_OK;
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		cli_error(NULL, 0, "write error on standard output");
+		ret = PC_EXIT_FAILED;
+	}
 out:
 	table_free(&d.old_only);
 	table_free(&d.new_only);

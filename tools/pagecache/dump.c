@@ -741,8 +741,10 @@ int cmd_dump(int argc, char **argv)
 	sf = to_stdout ? stderr : stdout;
 	summary(&c, sf, json, out, size, root);
 	status = c.errors ? PC_EXIT_FAILED : PC_EXIT_OK;
-	if (fflush(sf) != 0 || ferror(sf))
+	if (fflush(sf) != 0 || ferror(sf)) {
+		cli_error(NULL, 0, "write error on standard %s", sf == stdout ? "output" : "error");
 		status = PC_EXIT_FAILED;
+	}
 	ret = status;
 	goto out;
 nomem:

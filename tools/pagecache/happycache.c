@@ -551,11 +551,13 @@ static int put(struct hc_writer *w, const char *s, size_t n)
 {
 	if (w->err)
 		return w->err;
+	errno = 0;
 	if (n && gzwrite(w->gz, s, (unsigned int)n) != (int)n) {
-		int zerr;
+		/* Z_ERRNO: the write's own errno (ENOSPC, EPIPE ...) */
+		int e = errno, zerr;
 
 		gzerror(w->gz, &zerr);
-		w->err = zerr == Z_ERRNO ? -EIO : -ENOMEM;
+		w->err = zerr == Z_ERRNO ? (e ? -e : -EIO) : -ENOMEM;
 	}
 	return w->err;
 }
@@ -628,12 +630,14 @@ int hc_write_runs(struct hc_writer *w, const char *relpath, const struct pc_run 
 
 int hc_writer_finish(struct hc_writer *w)
 {
-	int ret = w->err;
-	int z = gzclose_w(w->gz);
+	int ret = w->err, z, e;
 
+	errno = 0;
+	z = gzclose_w(w->gz);
+	e = errno;
 	w->gz = NULL;
 	if (ret == 0 && z != Z_OK)
-		ret = z == Z_ERRNO ? -EIO : -ENOMEM;
+		ret = z == Z_ERRNO ? (e ? -e : -EIO) : -ENOMEM;
 	w->err = ret ? ret : -EALREADY;
 	return ret;
 }

@@ -3948,8 +3948,10 @@ int cmd_restore(int argc, char **argv)
 		summary_text(&c, stdout);
 	ret = c.read_error || c.skipped[SKIP_REFUSED] || c.skipped[SKIP_ERROR] ?
 		PC_EXIT_FAILED : PC_EXIT_OK;
-	if (fflush(stdout) != 0 || ferror(stdout))
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		cli_error(NULL, 0, "write error on standard output");
 		ret = PC_EXIT_FAILED;
+	}
 out:
 	lost_free(&c);
 	kept_free(&c);

@@ -166,6 +166,11 @@ void snapsrc_report(const struct snapsrc *s, int err)
 	else if (msg && s->fmt == SNAP_HAPPYCACHE)
 		cli_error(s->name, strlen(s->name), "corrupt happycache file at byte %llu "
 			  "of its text: %s", (unsigned long long)off, msg);
+	else if (msg && off == 0 && s->start < 0 && strstr(msg, "magic"))
+		/* from a pipe SNAP_AUTO cannot peek at gzip's magic */
+		cli_error(s->name, strlen(s->name), "corrupt snapshot at byte 0: %s (read from "
+			  "a pipe, the format is not detected: for a happycache file, give "
+			  "--format=happycache)", msg);
 	else if (msg)
 		cli_error(s->name, strlen(s->name), "corrupt snapshot at byte %llu: %s",
 			  (unsigned long long)off, msg);
@@ -187,8 +192,13 @@ int snapsrc_next_file(struct snapsrc *s, const struct snap_file **f)
 		ret = hc_next_file(s->hc, &path);
 		if (ret <= 0)
 			return s->err = ret;
-		/* "./x" is x beneath the root; "/x" stays absolute */
-		s->file.path = path[0] == '.' ? path + 2 : path;
+		/* "./x" (or ".//x") is x beneath the root; "/x" stays absolute */
+		if (path[0] == '.') {
+			path += 2;
+			while (*path == '/')
+				path++;
+		}
+		s->file.path = path;
 		s->file.quality = PC_QUALITY_EXACT;
 	} else {
 		const struct pc_snapshot_file *sf;
