@@ -1548,7 +1548,8 @@ def case_usage_errors(env):
                  ["restore", "--strategy", "mmap"], ["restore", "--order", "random"],
                  ["restore", "--max-bytes", "lots"], ["diff", "x"], ["diff", "-", "-"],
                  ["dump", "--bogus", "."], ["dump", "--files-from", "-", "."],
-                 ["dump", "--max-size", "12Q", "."], ["restore", "--chunk", "1"]):
+                 ["dump", "--max-size", "12Q", "."], ["restore", "--chunk", "1"],
+                 ["restore", "--queue-depth", "0"], ["restore", "--queue-depth", "257"]):
         rc, out, err = run(args)
         check(rc == 2 and err, f"{args}: exit {rc}, want 2")
     for cmd in ("dump", "restore", "diff"):

@@ -112,6 +112,7 @@ struct restore {
 	uint64_t max_bytes;        /* 0: the default */
 	uint64_t rate;             /* bytes per second; 0: no limit */
 	uint64_t chunk;            /* bytes per readahead call or read; 0: pc_warm's */
+	unsigned int queue_depth;  /* io_uring reads in flight; 0: pc_warm's */
 	int strategy;
 	enum snap_format fmt;
 	/* input, root */
@@ -247,6 +248,7 @@ static const char restore_usage[] =
 	"                          chunks) or io_uring (reads at queue depth 8)\n"
 	"      --chunk SIZE        bytes per readahead(2) call or io_uring read\n"
 	"                          (default 2M)\n"
+	"      --queue-depth N     io_uring reads in flight, 1 to 256 (default 8)\n"
 	"      --order O           auto (default: disk on a rotating disk, else file),\n"
 	"                          file (files in the snapshot's order), disk (small\n"
 	"                          files by the disk address of their first wanted\n"
@@ -268,7 +270,7 @@ static const char restore_usage[] =
 
 enum {
 	OPT_ROOT = 256, OPT_STRICT, OPT_MAX_BYTES, OPT_FAST, OPT_RATE, OPT_STRATEGY,
-	OPT_ORDER, OPT_FORMAT, OPT_JSON, OPT_CHUNK,
+	OPT_ORDER, OPT_FORMAT, OPT_JSON, OPT_CHUNK, OPT_QUEUE_DEPTH,
 };
 
 static const struct option restore_options[] = {
@@ -280,6 +282,7 @@ static const struct option restore_options[] = {
 	{ "strategy", required_argument, NULL, OPT_STRATEGY },
 	{ "order", required_argument, NULL, OPT_ORDER },
 	{ "chunk", required_argument, NULL, OPT_CHUNK },
+	{ "queue-depth", required_argument, NULL, OPT_QUEUE_DEPTH },
 	{ "format", required_argument, NULL, OPT_FORMAT },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "quiet", no_argument, NULL, 'q' },
@@ -649,6 +652,7 @@ static int warm(struct restore *c, int fd, const char *rel, const struct pc_run 
 	}
 	o.strategy = c->strategy;
 	o.chunk_bytes = c->chunk;
+	o.queue_depth = c->queue_depth;
 	o.max_bytes = c->budget == UINT64_MAX ? 0 : c->budget;
 	o.progress = on_progress;
 	o.progress_arg = c;
@@ -1480,6 +1484,7 @@ static void job_warm(struct jobctx *x, struct job *j, struct pc_run *runs)
 
 	o.strategy = c->strategy;
 	o.chunk_bytes = c->chunk;
+	o.queue_depth = c->queue_depth;
 	o.max_bytes = x->budget == UINT64_MAX ? 0 : x->budget;
 	if (x->serial) {
 		o.progress = on_progress;
@@ -3810,6 +3815,14 @@ int cmd_restore(int argc, char **argv)
 						  optarg);
 				goto out;
 			}
+			break;
+		case OPT_QUEUE_DEPTH:
+			if (parse_uint(optarg, 256, &v) < 0 || v == 0) {
+				ret = usage_error("restore", "--queue-depth wants 1 to 256, not '%s'",
+						  optarg);
+				goto out;
+			}
+			c.queue_depth = (unsigned int)v;
 			break;
 		case OPT_STRATEGY:
 			if (strcmp(optarg, "stream") == 0)
