@@ -326,8 +326,9 @@ def case_round_trip(env):
         combos = [("stream", "file"), ("io_uring", "file"), ("readahead", "physical"),
                   ("readahead", "disk")]
     for strategy, order in combos:
+        depth = ["--queue-depth", "2"] if strategy == "io_uring" else []
         rc, doc, err = run_json(["restore", "--fast", "-q", "--strategy", strategy,
-                                 "--order", order, snap])
+                                 "--order", order] + depth + [snap])
         check(rc == 0, f"restore {strategy} {order}: exit {rc}: {err!r}")
         check(doc["files_restored"] == 4 and doc["files_without_pages"] == 2,
               f"restore files: {doc}")
