@@ -1494,6 +1494,26 @@ def case_renamed(env):
     check(not any(resident_pages(p) for p in found.values()), "pipe: restored by inode")
 
 
+def case_dump_into_tree(env):
+    """A snapshot written inside the tree it records is not recorded in
+    itself: not the one it replaces, nor standard output's file."""
+    need_root()
+    t = env.path("t")
+    os.mkdir(t)
+    make_file(os.path.join(t, "a"), 4)
+    snap = os.path.join(t, "snap")
+    for fmt in ("native", "happycache"):
+        for _ in range(2):
+            rc, doc, err = run_json(["dump", "-q", "--format", fmt, "-o", snap, t])
+            check(rc == 0 and doc["files"] == 1, f"{fmt}: {doc} {err!r}")
+        os.unlink(snap)
+    with open(os.path.join(t, "out"), "wb") as f:
+        rc, _, err = run(["dump", "-q", "-o", "-", t], stdout_file=f)
+    check(rc == 0, f"-o -: {err!r}")
+    rc, doc, err = run_json(["diff", os.path.join(t, "out"), os.path.join(t, "out")])
+    check(rc == 0 and doc["totals"]["files_in_both"] == 1, f"-o - recorded itself: {doc}")
+
+
 def case_diff_orders(env):
     """diff on snapshots whose files come in different orders, by hand."""
     old = native_snapshot("/r", [
@@ -1567,7 +1587,8 @@ CASES = [case_usage_errors, case_round_trip, case_identity_and_strict, case_host
          case_dropped_madvise, case_map_refused, case_dropped_readahead_late,
          case_memo_below_evicted, case_idmapped_unowned, case_idmapped_overlay, case_budget,
          case_nobody, case_diff_orders, case_stdout_and_stdin, case_atomic_dump,
-         case_dump_output_not_regular, case_dump_interrupted, case_renamed]
+         case_dump_output_not_regular, case_dump_interrupted, case_renamed,
+         case_dump_into_tree]
 
 
 def main():

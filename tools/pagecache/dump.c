@@ -38,6 +38,11 @@ struct dump_ctx {
 	struct pc_snapshot_writer *sw;
 	struct hc_writer *hw;
 	int err;                   /* a write error: stop */
+	/* the snapshot's own files, never recorded in it: the one it
+	 * replaces, and the one being written (standard output, or the
+	 * happycache temporary) */
+	struct { dev_t dev; ino_t ino; } self[2];
+	int nself;
 	/* the PATH being walked, and where it sits beneath the root */
 	const char *arg;
 	size_t arglen;
@@ -205,6 +210,14 @@ static int on_file(void *ctx, int fd, const struct stat *st, uint64_t mnt_id,
 		c->skipped++;
 		warn_file(c, path, len, "skipped: not a regular file (restore reads only those)");
 		return 0;
+	}
+	for (int i = 0; i < c->nself; i++) {
+		if (st->st_dev == c->self[i].dev && st->st_ino == c->self[i].ino) {
+			c->skipped++;
+			warn_file(c, path, len, "skipped: the snapshot being written, or the one "
+				  "it replaces");
+			return 0;
+		}
 	}
 	if ((uint64_t)st->st_size > c->max_size) {
 		c->filtered++;
@@ -645,6 +658,12 @@ int cmd_dump(int argc, char **argv)
 	info.nowait_mode = ret > 0 ? ret : 0;
 	ret = 0;
 
+	{
+		struct stat st;
+
+		if (!to_stdout && stat(out, &st) == 0 && S_ISREG(st.st_mode))
+			c.self[c.nself++] = (typeof(c.self[0])){ st.st_dev, st.st_ino };
+	}
 	if (c.fmt == SNAP_HAPPYCACHE) {
 		int fd = STDOUT_FILENO;
 
@@ -666,6 +685,13 @@ int cmd_dump(int argc, char **argv)
 	}
 	if (to_stdout)
 		out_start = lseek(STDOUT_FILENO, 0, SEEK_CUR);
+	{
+		struct stat st;
+		int fd = to_stdout ? STDOUT_FILENO : c.hw ? ho.fd : -1;
+
+		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+			c.self[c.nself++] = (typeof(c.self[0])){ st.st_dev, st.st_ino };
+	}
 
 	c.max_size = sel.max_size;
 	progress_init(&c.progress, !c.quiet && isatty(STDERR_FILENO));
