@@ -615,7 +615,9 @@ int cmd_dump(int argc, char **argv)
 
 	sel.wo.stop = &got_signal;
 	{
-		struct sigaction sa = { .sa_handler = on_signal };
+		/* SA_RESTART: the writes to a pipe (-o -) go on; the walk looks
+		 * at the flag */
+		struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
 
 		sigemptyset(&sa.sa_mask);
 		sigaction(SIGINT, &sa, NULL);
