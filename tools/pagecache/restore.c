@@ -2217,7 +2217,8 @@ static int win_flush(struct win *w)
 		pthread_join(tid[t], NULL);
 	for (size_t i = 0; i < w->n; i++)
 		keys[i] = (struct win_key){ w->job[i].key, i };
-	qsort(keys, w->n, sizeof(*keys), win_key_cmp);
+	if (w->n)
+		qsort(keys, w->n, sizeof(*keys), win_key_cmp);
 	/* the fds kept ahead are those that will take the kept slots: the
 	 * first room in the warming's order */
 	for (size_t k = w->room; k < w->n; k++) {
@@ -2639,7 +2640,8 @@ static int restore_physical(struct restore *c)
 		}
 		pf.dev = st.st_dev;
 		pf.ino = st.st_ino;
-		qsort(pf.segs, pf.nsegs, sizeof(*pf.segs), seg_cmp);
+		if (pf.nsegs)
+			qsort(pf.segs, pf.nsegs, sizeof(*pf.segs), seg_cmp);
 		pf.key = pf.nsegs ? pf.segs[0].phys : UINT64_MAX;
 		if (nfiles == capfiles) {
 			size_t cap = capfiles ? capfiles * 2 : 256;
@@ -2662,7 +2664,8 @@ static int restore_physical(struct restore *c)
 	for (size_t i = 0; i < nfiles; i++)
 		if (files[i].key == UINT64_MAX)
 			files[i].key = UINT64_MAX - nfiles + i;
-	qsort(files, nfiles, sizeof(*files), pfile_cmp);
+	if (nfiles) /* qsort takes no NULL, even for 0 */
+		qsort(files, nfiles, sizeof(*files), pfile_cmp);
 
 	/* pass 2: in disk order; within a file, groups of segments that
 	 * ascend in the file go to pc_warm() together */
