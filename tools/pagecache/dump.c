@@ -21,8 +21,10 @@
 #include "snapcli.h"
 
 
-/* SIGINT, SIGTERM, SIGHUP: the walk ends, the unfinished snapshot is
- * dropped (nothing is written), the command says so. */
+/* SIGINT, SIGTERM, SIGHUP while dump writes a file: the walk ends, the
+ * unfinished snapshot is dropped (nothing is written), the command says so
+ * and dies of the signal (SA_RESETHAND: a second one kills at once). With
+ * -o -, which is not atomic, the signals keep their default action. */
 static volatile sig_atomic_t got_signal;
 
 static void on_signal(int sig)
@@ -39,8 +41,8 @@ struct dump_ctx {
 	struct hc_writer *hw;
 	int err;                   /* a write error: stop */
 	/* the snapshot's own files, never recorded in it: the one it
-	 * replaces, and the one being written (standard output, or the
-	 * happycache temporary) */
+	 * replaces, and the one being written (its temporary file, or
+	 * standard output's) */
 	struct { dev_t dev; ino_t ino; } self[2];
 	int nself;
 	/* the PATH being walked, and where it sits beneath the root */
@@ -261,8 +263,6 @@ static int on_file(void *ctx, int fd, const struct stat *st, uint64_t mnt_id,
 			goto out;
 		}
 		ret = hc_write_file(c->hw, c->rel.data);
-		if (ret == 0)
-			ret = each_run(c, r, &nruns);
 		if (ret == -EINVAL || ret == -ENAMETOOLONG) {
 			c->not_written++;
 			warn_file(c, path, len, "left out: %s", ret == -EINVAL ?
@@ -273,8 +273,6 @@ static int on_file(void *ctx, int fd, const struct stat *st, uint64_t mnt_id,
 		}
 	} else {
 		ret = pc_snapshot_write_file(c->sw, c->rel.data, &meta, r);
-		if (ret == 0)
-			ret = each_run(c, r, &nruns);
 		if (ret == -EINVAL || ret == -ENAMETOOLONG) {
 			c->not_written++;
 			warn_file(c, path, len, "left out: %s", ret == -EINVAL ?
@@ -283,6 +281,8 @@ static int on_file(void *ctx, int fd, const struct stat *st, uint64_t mnt_id,
 			goto out;
 		}
 	}
+	if (ret == 0)
+		ret = each_run(c, r, &nruns);
 	if (ret < 0) {
 		c->err = ret; /* a write error: the snapshot is lost */
 		ret = 0;
@@ -337,18 +337,23 @@ static char *beneath_root(const char *root, const char *real)
 	return strdup(real[n] ? real + n + 1 : "");
 }
 
-/* An atomic happycache file, as pc_snapshot_writer_new_at() writes a
- * snapshot: an unnamed O_TMPFILE in the target directory (nothing is left
- * behind whatever kills the dump), or a hidden ".name.XXXXXX" where the
- * filesystem has no O_TMPFILE; fsync, a name, rename over the target. */
-struct hc_out {
+/*
+ * The output file, replaced atomically as pc_snapshot_writer_new_at()
+ * replaces a snapshot (dump writes both formats through it, so that it
+ * knows the file it writes and leaves it out of the walk): an unnamed
+ * O_TMPFILE in the target's directory, linked under a hidden name
+ * (".name.XXXXXXXX") and renamed over the target at the end, after an
+ * fsync; where the filesystem has no O_TMPFILE, or it could not be linked
+ * (no /proc, no CAP_DAC_READ_SEARCH), the hidden name from the start.
+ * Only a regular file (or nothing) is replaced: as root, -o /dev/null
+ * would otherwise replace the device node.
+ */
+struct out_file {
 	char *base, *tmp;   /* tmp: the hidden name, once the file has one */
 	int fd, dirfd;
 };
 
-/* Like the library's writer, replace only a regular file (or nothing):
- * as root, -o /dev/null would otherwise replace the device node. */
-static int hc_out_replaceable(struct hc_out *o)
+static int out_replaceable(struct out_file *o)
 {
 	struct stat st;
 
@@ -358,7 +363,7 @@ static int hc_out_replaceable(struct hc_out *o)
 }
 
 /* A hidden name for the temporary file beside the target: o->tmp. */
-static int hc_out_name(struct hc_out *o)
+static int out_name(struct out_file *o)
 {
 	uint32_t r;
 
@@ -371,7 +376,14 @@ static int hc_out_name(struct hc_out *o)
 	return 0;
 }
 
-static int hc_out_open(struct hc_out *o, const char *path)
+/* Whether an O_TMPFILE can be given a name: through /proc/self/fd, or
+ * with AT_EMPTY_PATH, which takes CAP_DAC_READ_SEARCH (root). */
+static bool tmpfile_linkable(void)
+{
+	return access("/proc/self/fd", X_OK) == 0 || geteuid() == 0;
+}
+
+static int out_open(struct out_file *o, const char *path)
 {
 	const char *slash = strrchr(path, '/');
 	char *dir = slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : strdup(".");
@@ -388,20 +400,27 @@ static int hc_out_open(struct hc_out *o, const char *path)
 		free(dir);
 		return -EINVAL;
 	}
+	/* room for the hidden name: a dot, the name, a dot, 8 letters */
+	if (strlen(o->base) > NAME_MAX - 10) {
+		free(dir);
+		return -ENAMETOOLONG;
+	}
 	o->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	free(dir);
 	if (o->dirfd < 0)
 		return -errno;
-	ret = hc_out_replaceable(o);
+	ret = out_replaceable(o);
 	if (ret < 0)
 		return ret;
-	o->fd = openat(o->dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
-	if (o->fd >= 0)
-		return 0;
-	if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
-		return -errno;
+	if (tmpfile_linkable()) {
+		o->fd = openat(o->dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+		if (o->fd >= 0)
+			return 0;
+		if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+			return -errno;
+	}
 	for (int i = 0; o->fd < 0 && i < 100; i++) {
-		ret = hc_out_name(o);
+		ret = out_name(o);
 		if (ret < 0)
 			return ret;
 		o->fd = openat(o->dirfd, o->tmp, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
@@ -413,26 +432,27 @@ static int hc_out_open(struct hc_out *o, const char *path)
 				return ret;
 		}
 	}
-	return o->fd < 0 ? -EEXIST : 0;
+	return o->fd < 0 ? -EAGAIN : 0;
 }
 
-static int hc_out_commit(struct hc_out *o)
+static int out_commit(struct out_file *o)
 {
 	char proc[64];
 	int ret;
 
 	if (fsync(o->fd) < 0)
 		return -errno;
-	ret = hc_out_replaceable(o);
+	ret = out_replaceable(o);
 	if (ret < 0)
 		return ret;
 	/* the unnamed file gets a hidden name first: linkat cannot replace */
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", o->fd);
 	for (int i = 0; !o->tmp && i < 100; i++) {
-		ret = hc_out_name(o);
+		ret = out_name(o);
 		if (ret < 0)
 			return ret;
-		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", o->fd);
-		if (linkat(AT_FDCWD, proc, o->dirfd, o->tmp, AT_SYMLINK_FOLLOW) == 0)
+		if (linkat(o->fd, "", o->dirfd, o->tmp, AT_EMPTY_PATH) == 0 ||
+		    linkat(AT_FDCWD, proc, o->dirfd, o->tmp, AT_SYMLINK_FOLLOW) == 0)
 			break;
 		ret = -errno;
 		free(o->tmp);
@@ -441,7 +461,7 @@ static int hc_out_commit(struct hc_out *o)
 			return ret;
 	}
 	if (!o->tmp)
-		return -EEXIST;
+		return -EAGAIN;
 	if (renameat(o->dirfd, o->tmp, o->dirfd, o->base) < 0)
 		return -errno;
 	free(o->tmp);
@@ -449,7 +469,7 @@ static int hc_out_commit(struct hc_out *o)
 	return fsync(o->dirfd) < 0 ? -errno : 0;
 }
 
-static void hc_out_free(struct hc_out *o)
+static void out_free(struct out_file *o)
 {
 	if (o->tmp && o->dirfd >= 0)
 		unlinkat(o->dirfd, o->tmp, 0);
@@ -463,7 +483,7 @@ static void hc_out_free(struct hc_out *o)
 
 static const char *out_error(int err)
 {
-	if (err == -EEXIST)
+	if (err == -EEXIST) /* out_replaceable(), pc_snapshot_writer_new_at() */
 		return "not a regular file (dump replaces only a regular file)";
 	if (err == -EINTR)
 		return "interrupted by a signal";
@@ -540,7 +560,7 @@ int cmd_dump(int argc, char **argv)
 	struct dump_ctx c = { 0 };
 	struct selection sel;
 	struct pc_snapshot_info info = { .size = sizeof(info) };
-	struct hc_out ho = { .fd = -1, .dirfd = -1 };
+	struct out_file ho = { .fd = -1, .dirfd = -1 };
 	struct walk *w = NULL;
 	struct pipeline *pl = NULL;
 	const struct walk_ops *ops = &dump_walk_ops;
@@ -613,12 +633,10 @@ int cmd_dump(int argc, char **argv)
 		goto out;
 	}
 
-	sel.wo.stop = &got_signal;
-	{
-		/* SA_RESTART: the writes to a pipe (-o -) go on; the walk looks
-		 * at the flag */
-		struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
+	if (!to_stdout) {
+		struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESETHAND };
 
+		sel.wo.stop = &got_signal;
 		sigemptyset(&sa.sa_mask);
 		sigaction(SIGINT, &sa, NULL);
 		sigaction(SIGTERM, &sa, NULL);
@@ -666,19 +684,17 @@ int cmd_dump(int argc, char **argv)
 		if (!to_stdout && stat(out, &st) == 0 && S_ISREG(st.st_mode))
 			c.self[c.nself++] = (typeof(c.self[0])){ st.st_dev, st.st_ino };
 	}
-	if (c.fmt == SNAP_HAPPYCACHE) {
+	{
 		int fd = STDOUT_FILENO;
 
 		if (!to_stdout) {
-			ret = hc_out_open(&ho, out);
+			ret = out_open(&ho, out);
 			fd = ho.fd;
 		}
-		if (ret == 0)
+		if (ret == 0 && c.fmt == SNAP_HAPPYCACHE)
 			ret = hc_writer_new(fd, &c.hw);
-	} else if (to_stdout) {
-		ret = pc_snapshot_writer_new(STDOUT_FILENO, &info, &c.sw);
-	} else {
-		ret = pc_snapshot_writer_new_at(AT_FDCWD, out, 0644, &info, &c.sw);
+		else if (ret == 0)
+			ret = pc_snapshot_writer_new(fd, &info, &c.sw);
 	}
 	if (ret < 0) {
 		cli_error(out, strlen(out), "cannot write the snapshot: %s", out_error(ret));
@@ -689,7 +705,7 @@ int cmd_dump(int argc, char **argv)
 		out_start = lseek(STDOUT_FILENO, 0, SEEK_CUR);
 	{
 		struct stat st;
-		int fd = to_stdout ? STDOUT_FILENO : c.hw ? ho.fd : -1;
+		int fd = to_stdout ? STDOUT_FILENO : ho.fd;
 
 		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
 			c.self[c.nself++] = (typeof(c.self[0])){ st.st_dev, st.st_ino };
@@ -745,8 +761,8 @@ int cmd_dump(int argc, char **argv)
 		ret = pc_snapshot_writer_finish(c.sw);
 	if (ret == 0 && c.hw)
 		ret = hc_writer_finish(c.hw);
-	if (ret == 0 && c.hw && !to_stdout)
-		ret = hc_out_commit(&ho);
+	if (ret == 0 && !to_stdout)
+		ret = out_commit(&ho);
 	if (ret < 0) {
 		cli_error(out, strlen(out), "cannot write the snapshot: %s%s", out_error(ret),
 			  to_stdout ? "" : " (nothing was written)");
@@ -783,7 +799,7 @@ out:
 	pipeline_finish(&pl);
 	pc_snapshot_writer_free(c.sw);
 	hc_writer_free(c.hw);
-	hc_out_free(&ho);
+	out_free(&ho);
 	walk_free(w);
 	if (rootfd >= 0)
 		close(rootfd);
@@ -791,5 +807,10 @@ out:
 	free(c.prefix);
 	buf_free(&c.rel);
 	selection_free(&sel);
+	if (got_signal) {
+		/* nothing left behind: die of it, for the caller to see */
+		signal(got_signal, SIG_DFL);
+		raise(got_signal);
+	}
 	return ret;
 }
