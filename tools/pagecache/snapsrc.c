@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -19,6 +20,7 @@ struct snapsrc {
 	bool own_fd;
 	off_t start;               /* where the input started, when seekable */
 	enum snap_format fmt;
+	bool auto_fmt;             /* no --format: detected (from a pipe: native) */
 	struct pc_snapshot_reader *rd;
 	struct hc_reader *hc;
 	struct snap_file file;
@@ -59,6 +61,22 @@ static void drop_reader(struct snapsrc *s)
 	s->err = 0;
 }
 
+/* A FIFO opened without waiting: wait for its writer's first bytes, or
+ * its close, as a blocking open and read would (but interruptibly, and
+ * only for a FIFO). 0, or -1 and errno. */
+static int wait_writer(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	struct stat st;
+
+	if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode))
+		return 0;
+	while (poll(&p, 1, -1) < 0)
+		if (errno != EINTR)
+			return -1;
+	return 0;
+}
+
 int snapsrc_open(const char *name, enum snap_format fmt, struct snapsrc **out)
 {
 	struct snapsrc *s = calloc(1, sizeof(*s));
@@ -74,10 +92,11 @@ int snapsrc_open(const char *name, enum snap_format fmt, struct snapsrc **out)
 	if (strcmp(name, "-") == 0) {
 		s->fd = STDIN_FILENO;
 	} else {
-		/* O_NONBLOCK: a FIFO without a writer must not hang the open;
-		 * cleared at once, its reads then say end of file */
+		/* O_NONBLOCK: the open of a FIFO returns at once (a device's
+		 * open is not kept waiting either); a FIFO is then read like a
+		 * pipe, as cat would: once its writer has come */
 		s->fd = open(name, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-		if (s->fd < 0 || fcntl(s->fd, F_SETFL, 0) < 0) {
+		if (s->fd < 0 || wait_writer(s->fd) < 0 || fcntl(s->fd, F_SETFL, 0) < 0) {
 			ret = -errno;
 			cli_error(name, strlen(name), "%s", strerror(-ret));
 			if (s->fd >= 0)
@@ -90,6 +109,7 @@ int snapsrc_open(const char *name, enum snap_format fmt, struct snapsrc **out)
 	s->start = -1;
 	if (fstat(s->fd, &st) == 0 && S_ISREG(st.st_mode))
 		s->start = lseek(s->fd, 0, SEEK_CUR);
+	s->auto_fmt = fmt == SNAP_AUTO;
 	if (fmt == SNAP_AUTO) {
 		unsigned char magic[2];
 
@@ -166,7 +186,7 @@ void snapsrc_report(const struct snapsrc *s, int err)
 	else if (msg && s->fmt == SNAP_HAPPYCACHE)
 		cli_error(s->name, strlen(s->name), "corrupt happycache file at byte %llu "
 			  "of its text: %s", (unsigned long long)off, msg);
-	else if (msg && off == 0 && s->start < 0 && strstr(msg, "magic"))
+	else if (msg && off == 0 && s->start < 0 && s->auto_fmt && strstr(msg, "bad magic"))
 		/* from a pipe SNAP_AUTO cannot peek at gzip's magic */
 		cli_error(s->name, strlen(s->name), "corrupt snapshot at byte 0: %s (read from "
 			  "a pipe, the format is not detected: for a happycache file, give "
