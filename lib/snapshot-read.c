@@ -103,10 +103,10 @@ static int input(struct pc_snapshot_reader *rd, uint8_t *dst, size_t n, size_t *
 				if (errno == EINTR)
 					continue;
 				int err = pc_neg_errno();
-				char buf[64];
 
-				return fail(rd, err, rd->offset, "read error: %s",
-					    strerror_r(-err, buf, sizeof(buf)));
+				/* %m: errno's message, thread-safe */
+				errno = -err;
+				return fail(rd, err, rd->offset, "read error: %m");
 			}
 			if (r == 0) {
 				rd->eof = 1;

@@ -1501,6 +1501,32 @@ def case_renamed(env):
         for p in others:
             check(not resident_pages(p), f"{order}: {p} was read")
         check(b"c: skipped: missing" in err and b"s: skipped: missing" in err, f"{err!r}")
+    # a budget spent on the first one found (a): the files found after it
+    # (b, and c, whose mtime would have been looked at) are not reached; s
+    # was not found at all
+    for p in found.values():
+        evict(p)
+    rc, doc, err = run_json(["restore", "--fast", "--max-bytes", str(PS), snap])
+    check(rc == 0 and doc["renamed"] == 1 and doc["skipped"]["not_reached"] == 2 and
+          doc["skipped"]["missing"] == 1 and doc["stopped"] == "budget", f"budget: {doc}")
+    # a bind mount of the tree inside itself: the search does not go round
+    loop = os.path.join(t, "d", "loop")
+    os.mkdir(loop)
+    if subprocess.run(["mount", "--bind", t, loop], capture_output=True).returncode == 0:
+        try:
+            for p in found.values():
+                evict(p)
+            rc, doc, err = run_json(["restore", "--fast", snap])
+            check(rc == 0 and doc["renamed"] == 2, f"bind mount loop: {rc} {doc}")
+        finally:
+            subprocess.run(["umount", loop], capture_output=True)
+    # --no-find-renamed: missing, not looked for
+    for p in found.values():
+        evict(p)
+    rc, doc, err = run_json(["restore", "--fast", "--no-find-renamed", snap])
+    check(rc == 0 and doc["renamed"] == 0 and doc["skipped"]["missing"] == 4,
+          f"off: exit {rc}: {doc} {err!r}")
+    check(not any(resident_pages(p) for p in found.values()), "off: restored by inode")
     # from a pipe: missing, not looked for
     for p in found.values():
         evict(p)

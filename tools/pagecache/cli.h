@@ -284,8 +284,9 @@ struct walk_opts {
 			       * file with one cannot be met twice); memory
 			       * then grows with them and the directories,
 			       * not with all files */
-	/* When set and *stop becomes non-zero (a signal handler's flag), the
-	 * walk ends at its next entry and walk_path() returns -EINTR. */
+	/* When set and *stop becomes non-zero (a signal handler's flag), a
+	 * directory's walk ends at its next entry and walk_path() returns
+	 * -EINTR (a PATH that is a file is measured whole). */
 	const volatile sig_atomic_t *stop;
 };
 

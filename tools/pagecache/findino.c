@@ -4,10 +4,15 @@
  * for a recorded file that is missing from its path but may have been
  * renamed or still be there under another hard link, on the machine that
  * dumped it. The tree is read with getdents alone (readdir's d_ino; fstatat
- * only where the filesystem gives no type), one open directory per level,
- * each opened from its parent with O_NOFOLLOW | O_DIRECTORY: no symlink is
- * followed and nothing outside the root is reached. Entries are compared
- * only in directories on a device some wanted file was on.
+ * only where the filesystem gives no type, and for each directory before
+ * it is entered), one open directory per level, each opened from its
+ * parent with O_NOFOLLOW | O_DIRECTORY: no symlink is followed and nothing
+ * outside the root is reached. Entries are compared only in directories on
+ * a device some wanted file was on; another filesystem mounted in the tree
+ * is entered only when it is such a device (so /proc, /sys, a network or
+ * FUSE mount are left alone, and an automount point is not triggered:
+ * AT_NO_AUTOMOUNT), and a directory met again below itself (a bind mount)
+ * is not entered twice.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -49,9 +54,18 @@ static bool dev_wanted(const struct inode_key *keys, size_t n, uint64_t dev)
 
 struct level {
 	DIR *d;
-	uint64_t dev;
+	uint64_t dev, ino;
 	size_t pathlen;            /* of the path up to this directory */
 };
+
+/* Whether st is one of the directories being read (a loop). */
+static bool on_stack(const struct level *levels, size_t depth, const struct stat *st)
+{
+	for (size_t i = 0; i < depth; i++)
+		if (levels[i].dev == (uint64_t)st->st_dev && levels[i].ino == (uint64_t)st->st_ino)
+			return true;
+	return false;
+}
 
 /* Append "/name" (or "name" at the top) to *path; 0 or -ENOMEM. */
 static int path_push(struct buf *path, size_t at, const char *name)
@@ -70,7 +84,7 @@ int find_inodes(int rootfd, struct inode_key *keys, size_t n,
 	struct level levels[FINDINO_MAX_DEPTH];
 	struct buf path = { 0 };
 	size_t depth = 0, left = 0;
-	struct stat st;
+	struct stat st, st2;
 	int fd, ret = 0;
 
 	for (size_t i = 0; i < n; i++)
@@ -86,6 +100,7 @@ int find_inodes(int rootfd, struct inode_key *keys, size_t n,
 		return 0;
 	}
 	levels[0].dev = (uint64_t)st.st_dev;
+	levels[0].ino = (uint64_t)st.st_ino;
 	levels[0].pathlen = 0;
 	depth = 1;
 	while (depth && left && !(stop && *stop)) {
@@ -106,12 +121,14 @@ int find_inodes(int rootfd, struct inode_key *keys, size_t n,
 		type = e->d_type;
 		key = (struct inode_key){ .dev = l->dev, .ino = e->d_ino };
 		if (type == DT_UNKNOWN) {
-			if (fstatat(dirfd(l->d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			if (fstatat(dirfd(l->d), e->d_name, &st,
+				    AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT) < 0)
 				continue;
 			type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
+			key.dev = (uint64_t)st.st_dev;
 			key.ino = (uint64_t)st.st_ino;
 		}
-		if (type == DT_REG && dev_wanted(keys, n, l->dev) &&
+		if (type == DT_REG && dev_wanted(keys, n, key.dev) &&
 		    (k = bsearch(&key, keys, n, sizeof(*keys), key_cmp)) && !k->found) {
 			/* the first name met; a hard link's others are alike */
 			if (path_push(&path, l->pathlen, e->d_name) < 0 ||
@@ -124,6 +141,13 @@ int find_inodes(int rootfd, struct inode_key *keys, size_t n,
 		}
 		if (type != DT_DIR || depth == FINDINO_MAX_DEPTH)
 			continue;
+		/* another filesystem only where a wanted file was; no
+		 * automount triggered; no directory entered twice */
+		if (fstatat(dirfd(l->d), e->d_name, &st, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT) < 0 ||
+		    !S_ISDIR(st.st_mode) ||
+		    ((uint64_t)st.st_dev != l->dev && !dev_wanted(keys, n, (uint64_t)st.st_dev)) ||
+		    on_stack(levels, depth, &st))
+			continue;
 		fd = openat(dirfd(l->d), e->d_name,
 			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0)
@@ -133,11 +157,14 @@ int find_inodes(int rootfd, struct inode_key *keys, size_t n,
 			ret = -ENOMEM;
 			break;
 		}
-		if (fstat(fd, &st) < 0 || !(levels[depth].d = fdopendir(fd))) {
+		/* what was looked at is what was opened */
+		if (fstat(fd, &st2) < 0 || st2.st_dev != st.st_dev || st2.st_ino != st.st_ino ||
+		    !(levels[depth].d = fdopendir(fd))) {
 			close(fd);
 			continue;
 		}
 		levels[depth].dev = (uint64_t)st.st_dev;
+		levels[depth].ino = (uint64_t)st.st_ino;
 		levels[depth].pathlen = path.len;
 		depth++;
 	}

@@ -143,6 +143,7 @@ struct restore {
 	} *lost;
 	size_t nlost, caplost;
 	bool can_reread;           /* a seekable snapshot: read again for them */
+	bool no_find_renamed;      /* --no-find-renamed */
 	uint64_t renamed;
 	bool hidden;               /* some file's residency was hidden: all of it read */
 	enum stop stop;
@@ -234,6 +235,8 @@ static const char restore_usage[] =
 	"      --root DIR          restore beneath DIR (default: the root recorded\n"
 	"                          in the snapshot; for happycache files the current\n"
 	"                          directory)\n"
+	"      --no-find-renamed   do not look for missing files by their recorded\n"
+	"                          device and inode (renamed, or another hard link)\n"
 	"      --strict            skip files whose size or mtime changed since the\n"
 	"                          dump (default: restore them, and name them)\n"
 	"      --max-bytes SIZE    read at most SIZE (K, M, G, T suffixes). Default:\n"
@@ -270,7 +273,7 @@ static const char restore_usage[] =
 
 enum {
 	OPT_ROOT = 256, OPT_STRICT, OPT_MAX_BYTES, OPT_FAST, OPT_RATE, OPT_STRATEGY,
-	OPT_ORDER, OPT_FORMAT, OPT_JSON, OPT_CHUNK, OPT_QUEUE_DEPTH,
+	OPT_ORDER, OPT_FORMAT, OPT_JSON, OPT_CHUNK, OPT_QUEUE_DEPTH, OPT_NO_FIND_RENAMED,
 };
 
 static const struct option restore_options[] = {
@@ -283,6 +286,7 @@ static const struct option restore_options[] = {
 	{ "order", required_argument, NULL, OPT_ORDER },
 	{ "chunk", required_argument, NULL, OPT_CHUNK },
 	{ "queue-depth", required_argument, NULL, OPT_QUEUE_DEPTH },
+	{ "no-find-renamed", no_argument, NULL, OPT_NO_FIND_RENAMED },
 	{ "format", required_argument, NULL, OPT_FORMAT },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "quiet", no_argument, NULL, 'q' },
@@ -780,6 +784,7 @@ static bool lost_add(struct restore *c, const struct snap_file *f, const char *r
 	l->rel = strdup(rel);
 	if (!l->rel)
 		return false;
+	l->found = NULL;
 	l->dev = f->dev;
 	l->ino = f->ino;
 	l->index = index;
@@ -3407,7 +3412,10 @@ static int restore_found(struct restore *c, const struct snap_file *f, struct lo
  * restored under the name it has now when its size and mtime are still
  * those recorded (a device and inode number alone can be a new file's, the
  * old one deleted). The snapshot is read again for their runs. Not when
- * the restore stopped early. Then the notes of those still missing.
+ * the restore stopped early, nor with --no-find-renamed; a failure of the
+ * search itself leaves them missing, with a note, and the restore goes on.
+ * Then the notes of those still missing. Returns 0, or a failure of the
+ * restore of a found file (its log), which ends the restore as elsewhere.
  */
 static int find_renamed(struct restore *c)
 {
@@ -3416,40 +3424,45 @@ static int find_renamed(struct restore *c)
 	const struct snap_file *f;
 	uint64_t index = 0;
 	size_t next = 0;
-	int ret = 0;
+	int ret = 0, failed = 0;
 
 	if (!c->nlost)
 		return 0;
-	if (c->stop || got_signal)
+	if (c->stop || got_signal || c->no_find_renamed)
 		goto notes;
 	keys = calloc(c->nlost, sizeof(*keys));
-	if (!keys)
-		return -ENOMEM;
+	if (!keys) {
+		failed = -ENOMEM;
+		goto notes;
+	}
 	for (size_t i = 0; i < c->nlost; i++)
 		keys[i] = (struct inode_key){ .dev = c->lost[i].dev, .ino = c->lost[i].ino, .i = i };
-	ret = find_inodes(c->bn.rootfd, keys, c->nlost, &got_signal);
+	failed = find_inodes(c->bn.rootfd, keys, c->nlost, &got_signal);
 	for (size_t k = 0; k < c->nlost; k++)
 		c->lost[keys[k].i].found = keys[k].found;
 	free(keys);
-	if (ret <= 0)
+	if (failed <= 0)
 		goto notes;
+	failed = 0;
 	qsort(c->lost, c->nlost, sizeof(*c->lost), lost_index_cmp);
 	batch = malloc(BATCH_RUNS * sizeof(*batch));
-	if (!batch) {
-		ret = -ENOMEM;
-		goto notes;
-	}
-	ret = snapsrc_rewind(c->src);
-	while (ret == 0) {
+	failed = batch ? snapsrc_rewind(c->src) : -ENOMEM;
+	while (failed == 0 && ret == 0) {
 		int more;
 
 		while (next < c->nlost && !c->lost[next].found)
 			next++;
-		if (next == c->nlost || c->stop)
+		if (next == c->nlost)
+			break;
+		if (c->budget == 0 && !c->stop)
+			c->stop = STOP_BUDGET;
+		if (got_signal && !c->stop)
+			c->stop = STOP_SIGNAL;
+		if (c->stop)
 			break;
 		more = snapsrc_next_file(c->src, &f);
 		if (more <= 0) {
-			ret = more;
+			failed = more ? more : -EIO; /* it was there the first time */
 			break;
 		}
 		if (index++ == c->lost[next].index)
@@ -3457,12 +3470,21 @@ static int find_renamed(struct restore *c)
 	}
 	free(batch);
 notes:
+	if (failed < 0)
+		note(c, NULL, "the search for files renamed since the dump failed: %s",
+		     strerror(-failed));
 	for (size_t i = 0; i < c->nlost; i++) {
-		if (c->lost[i].found && next > i)
+		if (c->lost[i].found && i < next)
+			continue; /* restored under its name now */
+		if (c->lost[i].found && c->stop) {
+			/* found, but the restore stopped before it */
+			c->skipped[SKIP_MISSING]--;
+			c->skipped[SKIP_NOT_REACHED]++;
 			continue;
+		}
 		note(c, c->lost[i].rel, "skipped: missing");
 	}
-	return ret < 0 ? ret : 0;
+	return ret;
 }
 
 static void lost_free(struct restore *c)
@@ -3818,6 +3840,9 @@ int cmd_restore(int argc, char **argv)
 						  optarg);
 				goto out;
 			}
+			break;
+		case OPT_NO_FIND_RENAMED:
+			c.no_find_renamed = true;
 			break;
 		case OPT_QUEUE_DEPTH:
 			if (parse_uint(optarg, 256, &v) < 0 || v == 0) {
