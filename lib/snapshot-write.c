@@ -262,18 +262,23 @@ static int target_replaceable(int dirfd, const char *name)
 	return S_ISREG(st.st_mode) ? 0 : -EEXIST;
 }
 
-/* Open the temporary file: unnamed when the filesystem can, else named. */
+/* Open the temporary file: unnamed when the filesystem can, and it can
+ * surely be named at the end (through /proc/self/fd: AT_EMPTY_PATH, tried
+ * first, takes CAP_DAC_READ_SEARCH before Linux 6.10), else named. */
 static int open_tmp(struct pc_snapshot_writer *w, mode_t mode)
 {
-	int fd = openat(w->dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
+	int fd = -1;
 
-	if (fd >= 0) {
-		w->fd = fd;
-		w->tmpfile = 1;
-		return 0;
+	if (access("/proc/self/fd", X_OK) == 0) {
+		fd = openat(w->dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
+		if (fd >= 0) {
+			w->fd = fd;
+			w->tmpfile = 1;
+			return 0;
+		}
+		if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+			return pc_neg_errno();
 	}
-	if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
-		return pc_neg_errno();
 	for (int i = 0; i < PC_SNAP_TMP_TRIES; i++) {
 		char *name = tmp_name(w->name);
 

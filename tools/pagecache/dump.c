@@ -351,6 +351,7 @@ static char *beneath_root(const char *root, const char *real)
 struct out_file {
 	char *base, *tmp;   /* tmp: the hidden name, once the file has one */
 	int fd, dirfd;
+	bool renamed;       /* in place (only the directory's fsync failed) */
 };
 
 static int out_replaceable(struct out_file *o)
@@ -376,11 +377,12 @@ static int out_name(struct out_file *o)
 	return 0;
 }
 
-/* Whether an O_TMPFILE can be given a name: through /proc/self/fd, or
- * with AT_EMPTY_PATH, which takes CAP_DAC_READ_SEARCH (root). */
+/* Whether an O_TMPFILE can surely be given a name: through /proc/self/fd
+ * (AT_EMPTY_PATH, tried first, takes CAP_DAC_READ_SEARCH in the initial
+ * user namespace before Linux 6.10). */
 static bool tmpfile_linkable(void)
 {
-	return access("/proc/self/fd", X_OK) == 0 || geteuid() == 0;
+	return access("/proc/self/fd", X_OK) == 0;
 }
 
 static int out_open(struct out_file *o, const char *path)
@@ -466,6 +468,7 @@ static int out_commit(struct out_file *o)
 		return -errno;
 	free(o->tmp);
 	o->tmp = NULL;
+	o->renamed = true;
 	return fsync(o->dirfd) < 0 ? -errno : 0;
 }
 
@@ -634,13 +637,15 @@ int cmd_dump(int argc, char **argv)
 	}
 
 	if (!to_stdout) {
-		struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESETHAND };
+		struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESETHAND }, old;
+		static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
 
 		sel.wo.stop = &got_signal;
 		sigemptyset(&sa.sa_mask);
-		sigaction(SIGINT, &sa, NULL);
-		sigaction(SIGTERM, &sa, NULL);
-		sigaction(SIGHUP, &sa, NULL);
+		/* one the caller ignores (nohup; & in a script) stays ignored */
+		for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+			if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+				sigaction(sigs[i], &sa, NULL);
 	}
 	/* the root: absolute and resolved, a directory */
 	if (root_arg) {
@@ -765,7 +770,8 @@ int cmd_dump(int argc, char **argv)
 		ret = out_commit(&ho);
 	if (ret < 0) {
 		cli_error(out, strlen(out), "cannot write the snapshot: %s%s", out_error(ret),
-			  to_stdout ? "" : " (nothing was written)");
+			  to_stdout ? "" : ho.renamed ? " (it is in place, but its directory "
+			  "could not be synced)" : " (nothing was written)");
 		ret = PC_EXIT_FAILED;
 		goto out;
 	}
@@ -778,7 +784,7 @@ int cmd_dump(int argc, char **argv)
 			if (out_start >= 0 && end >= out_start && fstat(STDOUT_FILENO, &st) == 0 &&
 			    S_ISREG(st.st_mode))
 				size = end - out_start;
-		} else if (stat(out, &st) == 0) {
+		} else if (fstat(ho.fd, &st) == 0) {
 			size = st.st_size;
 		}
 	}

@@ -130,13 +130,25 @@ int find_inodes(int rootfd, struct inode_key *keys, size_t n,
 		}
 		if (type == DT_REG && dev_wanted(keys, n, key.dev) &&
 		    (k = bsearch(&key, keys, n, sizeof(*keys), key_cmp)) && !k->found) {
-			/* the first name met; a hard link's others are alike */
-			if (path_push(&path, l->pathlen, e->d_name) < 0 ||
-			    !(k->found = strndup(path.data, path.len))) {
+			/* the first name met (a hard link's others are alike),
+			 * for every key of that file (two recorded names) */
+			while (k > keys && !key_cmp(k - 1, &key))
+				k--;
+			if (path_push(&path, l->pathlen, e->d_name) < 0) {
 				ret = -ENOMEM;
 				break;
 			}
-			left--;
+			for (; k < keys + n && !key_cmp(k, &key); k++) {
+				if (k->found)
+					continue;
+				if (!(k->found = strndup(path.data, path.len))) {
+					ret = -ENOMEM;
+					break;
+				}
+				left--;
+			}
+			if (ret < 0)
+				break;
 			continue;
 		}
 		if (type != DT_DIR || depth == FINDINO_MAX_DEPTH)
@@ -150,6 +162,10 @@ int find_inodes(int rootfd, struct inode_key *keys, size_t n,
 			continue;
 		fd = openat(dirfd(l->d), e->d_name,
 			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOMEM)) {
+			ret = -errno; /* the search would be incomplete: say so */
+			break;
+		}
 		if (fd < 0)
 			continue; /* unreadable, or gone: nothing to find there */
 		if (path_push(&path, l->pathlen, e->d_name) < 0) {

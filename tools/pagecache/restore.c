@@ -3425,6 +3425,7 @@ static int find_renamed(struct restore *c)
 	uint64_t index = 0;
 	size_t next = 0;
 	int ret = 0, failed = 0;
+	bool interrupted = false;  /* the search itself: who knows what it missed */
 
 	if (!c->nlost)
 		return 0;
@@ -3441,6 +3442,11 @@ static int find_renamed(struct restore *c)
 	for (size_t k = 0; k < c->nlost; k++)
 		c->lost[keys[k].i].found = keys[k].found;
 	free(keys);
+	if (got_signal) {
+		if (!c->stop)
+			c->stop = STOP_SIGNAL;
+		interrupted = true;
+	}
 	if (failed <= 0)
 		goto notes;
 	failed = 0;
@@ -3476,8 +3482,9 @@ notes:
 	for (size_t i = 0; i < c->nlost; i++) {
 		if (c->lost[i].found && i < next)
 			continue; /* restored under its name now */
-		if (c->lost[i].found && c->stop) {
-			/* found, but the restore stopped before it */
+		if ((c->lost[i].found || interrupted) && c->stop) {
+			/* found, or maybe to be found, but the restore
+			 * stopped before it */
 			c->skipped[SKIP_MISSING]--;
 			c->skipped[SKIP_NOT_REACHED]++;
 			continue;

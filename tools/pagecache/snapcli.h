@@ -139,7 +139,9 @@ struct inode_key {
 /* Read the tree beneath rootfd (getdents; no symlink followed, no file
  * opened) until every key without found has one, or *stop is set; sorts
  * keys (by device, then inode). Returns how many keys have found, or
- * -ENOMEM. The caller checks what it finds: a directory entry's inode
+ * -ENOMEM, -EMFILE, -ENFILE (the search could not be complete; keys found
+ * so far keep their path). The caller checks what it finds: a directory
+ * entry's inode
  * number can be stale, and the file can change before it is opened. */
 int find_inodes(int rootfd, struct inode_key *keys, size_t n,
 		const volatile sig_atomic_t *stop);
