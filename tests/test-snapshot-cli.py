@@ -933,6 +933,23 @@ def case_dropped_readahead_late(env):
     check(not missing, f"victim pages missing after the restore: {sorted(missing)[:16]}")
 
 
+def case_dropped_readahead_windows(env):
+    """dropped_readahead at 100 MiB of a 256 MiB file: a plain poll of a
+    file that large looks at 64 MiB from its memo and no further, so the
+    memo stops at the dropped call while the pages past it land unseen;
+    when it stops moving, the file is measured whole, the dropped pages are
+    found absent and read again, and 100% is said only when every page is
+    there."""
+    need_root()
+    # (two windows are enough under valgrind, which is slow to make them)
+    npages = ((128 if UNDER_VALGRIND else 256) << 20) // PS
+    victim, doc, _ = dropped_restore(env, "dropped-windows", npages, drop_from=100 << 20)
+    check(doc["pages_read_again"] >= (2 << 20) // PS, f"read again: {doc}")
+    check(doc["final_resident_percent"] == 100.0, f"final resident: {doc}")
+    missing = set(range(npages)) - resident_pages(victim)
+    check(not missing, f"victim pages missing after the restore: {sorted(missing)[:16]}")
+
+
 def case_memo_below_evicted(env):
     """The same 80 MiB file, its readahead(2) call at 72 MiB put off until
     after the first poll (which so leaves its memo there), and its first
@@ -1707,6 +1724,7 @@ CASES = [case_usage_errors, case_round_trip, case_identity_and_strict, case_host
          case_happycache_long_path,
          case_many_files, case_small_files_mapped, case_disk_order, case_dropped_readahead,
          case_dropped_madvise, case_map_refused, case_dropped_readahead_late,
+         case_dropped_readahead_windows,
          case_memo_below_evicted, case_idmapped_unowned, case_idmapped_overlay, case_budget,
          case_nobody, case_diff_orders, case_stdout_and_stdin, case_atomic_dump,
          case_dump_output_not_regular, case_dump_interrupted, case_renamed,

@@ -2795,17 +2795,17 @@ static uint64_t resident_in(const struct pc_residency *r, struct pc_run run)
 	return got;
 }
 
-/* The exact measure of an open file from page from on: mincore where it
- * tells the truth (pages up to date, not those still being read in, which
- * cachestat and pc_residency()'s uniform chunks would count), else
- * pc_residency(). */
-static int residency_exact(const struct restore *c, int fd, uint64_t from,
+/* The exact measure of an open file from page from on, npages of it (0:
+ * to its end): mincore where it tells the truth (pages up to date, not
+ * those still being read in, which cachestat and pc_residency()'s uniform
+ * chunks would count), else pc_residency(). */
+static int residency_exact(const struct restore *c, int fd, uint64_t from, uint64_t npages,
 			   struct pc_residency **r)
 {
-	int ret = pc_residency(fd, from * c->ps, 0, PC_RES_FORCE_MINCORE, r);
+	int ret = pc_residency(fd, from * c->ps, npages * c->ps, PC_RES_FORCE_MINCORE, r);
 
 	if (ret == -EOPNOTSUPP)
-		ret = pc_residency(fd, from * c->ps, 0, 0, r);
+		ret = pc_residency(fd, from * c->ps, npages * c->ps, 0, r);
 	return ret;
 }
 
@@ -2826,8 +2826,12 @@ static uint64_t first_missing(const struct pc_residency *r, struct pc_run run)
 
 /* A measure of a file of at least MEMO_PAGES wanted pages polls from
  * where the last found one missing: a 4 GiB file's mincore costs ~85 ms,
- * and its pages land from the front. */
+ * and its pages land from the front. A plain poll looks at MEMO_WINDOW
+ * pages from there, no further (the pages past them count as missing, and
+ * the memo moves to the first one missing): it costs what landed since
+ * the last poll, not what is left of the file. */
 #define MEMO_PAGES 16384
+#define MEMO_WINDOW 16384
 
 static size_t memo_find(const struct restore *c, size_t file)
 {
@@ -3115,11 +3119,13 @@ static int measure(struct restore *c, bool exact, uint64_t *wanted, uint64_t *re
 		} else if (state == FILE_PENDING) {
 			/* pass 2: exactly, from the memo's page on */
 			fr = 0;
-			if (c->use_memo && !absent && fw >= MEMO_PAGES)
+			bool window = c->use_memo && !absent && fw >= MEMO_PAGES;
+
+			if (window)
 				from = memo_page(c, i);
 			if (from)
 				c->memo_used = true;
-			if (residency_exact(c, fd, from, &r) < 0) {
+			if (residency_exact(c, fd, from, window ? MEMO_WINDOW : 0, &r) < 0) {
 				r = NULL;
 				state = FILE_GONE;
 			} else if (pc_residency_quality(r) == PC_QUALITY_UNKNOWN) {
