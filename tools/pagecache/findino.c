@@ -4,8 +4,9 @@
  * for a recorded file that is missing from its path but may have been
  * renamed or still be there under another hard link, on the machine that
  * dumped it. The tree is read with getdents alone (readdir's d_ino; fstatat
- * only where the filesystem gives no type, and for each directory before
- * it is entered), one open directory per level, each opened from its
+ * only where the filesystem gives no type, for each directory before it
+ * is entered, and for the files on overlayfs, whose device may be a
+ * layer's), one open directory per level, each opened from its
  * parent with O_NOFOLLOW | O_DIRECTORY: no symlink is followed and nothing
  * outside the root is reached. Entries are compared only in directories on
  * a device some wanted file was on; another filesystem mounted in the tree
@@ -17,9 +18,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "snapcli.h"
@@ -56,7 +59,16 @@ struct level {
 	DIR *d;
 	uint64_t dev, ino;
 	size_t pathlen;            /* of the path up to this directory */
+	bool stat_files;           /* overlayfs: a file's device may not be its
+				    * directory's (a lower layer's): fstatat */
 };
+
+static bool on_overlayfs(int fd)
+{
+	struct statfs sfs;
+
+	return fstatfs(fd, &sfs) == 0 && sfs.f_type == (typeof(sfs.f_type))OVERLAYFS_SUPER_MAGIC;
+}
 
 /* Whether st is one of the directories being read (a loop). */
 static bool on_stack(const struct level *levels, size_t depth, const struct stat *st)
@@ -102,6 +114,7 @@ int find_inodes(int rootfd, struct inode_key *keys, size_t n,
 	levels[0].dev = (uint64_t)st.st_dev;
 	levels[0].ino = (uint64_t)st.st_ino;
 	levels[0].pathlen = 0;
+	levels[0].stat_files = on_overlayfs(fd);
 	depth = 1;
 	while (depth && left && !(stop && *stop)) {
 		struct level *l = &levels[depth - 1];
@@ -120,7 +133,7 @@ int find_inodes(int rootfd, struct inode_key *keys, size_t n,
 			continue;
 		type = e->d_type;
 		key = (struct inode_key){ .dev = l->dev, .ino = e->d_ino };
-		if (type == DT_UNKNOWN) {
+		if (type == DT_UNKNOWN || (type == DT_REG && l->stat_files)) {
 			if (fstatat(dirfd(l->d), e->d_name, &st,
 				    AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT) < 0)
 				continue;
@@ -182,6 +195,7 @@ int find_inodes(int rootfd, struct inode_key *keys, size_t n,
 		levels[depth].dev = (uint64_t)st.st_dev;
 		levels[depth].ino = (uint64_t)st.st_ino;
 		levels[depth].pathlen = path.len;
+		levels[depth].stat_files = on_overlayfs(fd);
 		depth++;
 	}
 	while (depth)
