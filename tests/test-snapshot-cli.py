@@ -950,6 +950,32 @@ def case_dropped_readahead_windows(env):
     check(not missing, f"victim pages missing after the restore: {sorted(missing)[:16]}")
 
 
+def case_half_runs_settle(env):
+    """Every other 64 KiB run of a 192 MiB file (96 MiB wanted: polled from
+    a memo, in windows): the restore's wait ends because every page is
+    back, not by its time limit. (A poll that took its window from page 0
+    too, where the file was to be measured whole, went round for 10 s.)"""
+    need_root()
+    npages = (192 << 20) // PS
+    t = env.path("t")
+    os.mkdir(t)
+    f = os.path.join(t, "f")
+    make_file(f, npages)
+    run_pages = (64 << 10) // PS
+    wanted = [p for p in range(npages) if (p // run_pages) % 2 == 0]
+    set_pattern(f, wanted)
+    snap = env.path("snap")
+    rc, _, err = run(["dump", "-q", "-o", snap, t])
+    check(rc == 0, f"dump: {err!r}")
+    evict(f)
+    rc, doc, err = run_json(["restore", "--fast", "-q", snap])
+    check(rc == 0 and doc["final_resident_percent"] == 100.0, f"restore: {rc} {doc} {err!r}")
+    check(doc["settle_end"] in ("complete", "nothing more coming"),
+          f"the wait ended by {doc['settle_end']} after {doc['settle_seconds']} s")
+    got = resident_pages(f)
+    check(got >= set(wanted), f"{len(set(wanted) - got)} wanted pages missing")
+
+
 def case_memo_below_evicted(env):
     """The same 80 MiB file, its readahead(2) call at 72 MiB put off until
     after the first poll (which so leaves its memo there), and its first
@@ -1724,7 +1750,7 @@ CASES = [case_usage_errors, case_round_trip, case_identity_and_strict, case_host
          case_happycache_long_path,
          case_many_files, case_small_files_mapped, case_disk_order, case_dropped_readahead,
          case_dropped_madvise, case_map_refused, case_dropped_readahead_late,
-         case_dropped_readahead_windows,
+         case_dropped_readahead_windows, case_half_runs_settle,
          case_memo_below_evicted, case_idmapped_unowned, case_idmapped_overlay, case_budget,
          case_nobody, case_diff_orders, case_stdout_and_stdin, case_atomic_dump,
          case_dump_output_not_regular, case_dump_interrupted, case_renamed,

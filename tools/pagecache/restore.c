@@ -171,6 +171,7 @@ struct restore {
 	uint64_t final_wanted, final_resident;
 	bool final_unknown;
 	double settle;
+	const char *settle_end;    /* why settle()'s last wait ended */
 	uint64_t retried;          /* pages read again by settle() */
 	uint64_t streamed;         /* of read, left to the kernel's readahead (stream) */
 	uint8_t *state;            /* per logged file: FILE_* (measure()) */
@@ -3119,13 +3120,14 @@ static int measure(struct restore *c, bool exact, uint64_t *wanted, uint64_t *re
 		} else if (state == FILE_PENDING) {
 			/* pass 2: exactly, from the memo's page on */
 			fr = 0;
-			bool window = c->use_memo && !absent && fw >= MEMO_PAGES;
-
-			if (window)
+			if (c->use_memo && !absent && fw >= MEMO_PAGES)
 				from = memo_page(c, i);
 			if (from)
 				c->memo_used = true;
-			if (residency_exact(c, fd, from, window ? MEMO_WINDOW : 0, &r) < 0) {
+			/* from a memo, a window; without one (the first poll,
+			 * after a rewarm, or when the pages below a memo were
+			 * not sure) the whole file */
+			if (residency_exact(c, fd, from, from ? MEMO_WINDOW : 0, &r) < 0) {
 				r = NULL;
 				state = FILE_GONE;
 			} else if (pc_residency_quality(r) == PC_QUALITY_UNKNOWN) {
@@ -3303,8 +3305,10 @@ static void poll_resident(struct restore *c, double quiet)
 		if (c->memo_placed && !c->memo_used && !exact)
 			sleep_ns = 2000000;
 		c->use_memo = false;
-		if (ret < 0)
+		if (ret < 0) {
+			c->settle_end = "a measure failed";
 			return;
+		}
 		/* complete from the memo: measured whole next (not the final
 		 * count yet, should that measure fail) */
 		if (r >= w && !unk && c->memo_unsure)
@@ -3313,12 +3317,18 @@ static void poll_resident(struct restore *c, double quiet)
 		c->final_resident = r;
 		c->final_unknown = unk;
 		t = now_seconds();
-		if (r >= w && !unk)
+		if (r >= w && !unk) {
+			c->settle_end = "complete";
 			return; /* every file measured exactly, and complete */
-		if (unk || got_signal)
+		}
+		if (unk || got_signal) {
+			c->settle_end = unk ? "residency hidden" : "signal";
 			break;
-		if (exact && absent != UINT64_MAX && absent >= w - r)
+		}
+		if (exact && absent != UINT64_MAX && absent >= w - r) {
+			c->settle_end = "nothing more coming";
 			return; /* measured exactly, and nothing more is coming */
+		}
 		if (exact && absent == UINT64_MAX)
 			can_ask = false; /* cachestat cannot tell: the quiet time decides */
 		/* A plain poll that saw no change asks at once; one that asked
@@ -3329,8 +3339,10 @@ static void poll_resident(struct restore *c, double quiet)
 			prev = r;
 			last_change = t;
 		}
-		if (t - last_change > quiet || t - t0 > 10.0)
+		if (t - last_change > quiet || t - t0 > 10.0) {
+			c->settle_end = t - last_change > quiet ? "quiet" : "time limit";
 			break;
+		}
 		if (ask)
 			continue;
 		nanosleep(&(struct timespec){ 0, sleep_ns }, NULL);
@@ -3714,6 +3726,10 @@ static void summary_json(struct restore *c, FILE *f)
 			    100.0 * (double)c->final_resident / (double)c->final_wanted : 100.0);
 	}
 	json_double(&j, "settle_seconds", c->settle);
+	if (c->settle_end)
+		json_cstring(&j, "settle_end", c->settle_end);
+	else
+		json_null(&j, "settle_end");
 	json_end_object(&j);
 	json_newline(&j);
 }
