@@ -12,7 +12,10 @@
 # disk's stat file cannot be read, the command's end or the poll's pass
 # that saw the last page land, as before. One line per comparison:
 #   case=<name> ratio=<x> ratio_is=<throughput|time> target=<...> ours_s=... theirs_s=...
-#        [device_s=...] resident_ours=<%> resident_theirs=<%>
+#        [device_s=...] ours_command_s=... resident_ours=<%> resident_theirs=<%>
+# ours_command_s: the median time until pagecache restore itself ended (it
+# waits for its pages, and ends later than its last read by its final
+# look: a wait gone wrong shows here, not in ours_s).
 # ratio_is=throughput: ours/theirs bytes per second (higher is better);
 # ratio_is=time: our time/their time (lower is better). Times are medians.
 # Each restore case adds device_s: the disk's time for exactly the wanted
@@ -77,7 +80,7 @@ median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 # timed TARGET SNAP ROOT CMD...: evict TARGET, run CMD, poll until the
 # snapshot's pages are resident; prints "seconds resident%"
 timed() {
-	local target=$1 snap=$2 root=$3 t0 t1 res last pct first wpid= io=
+	local target=$1 snap=$2 root=$3 t0 t1 tc res last pct first wpid= io=
 	shift 3
 	evict "$target"
 	if [[ -n $IOSTAT ]]; then
@@ -88,6 +91,7 @@ timed() {
 	t0=$(now)
 	"$@" >/dev/null
 	t1=$(now)
+	tc=$t1
 	res=$("$H" poll "$snap" "$root" 120)
 	if [[ -n $wpid ]]; then
 		kill -TERM "$wpid"
@@ -113,7 +117,7 @@ timed() {
 	elif ((first == 0)) && awk "BEGIN { exit !($last > $t1) }"; then
 		t1=$last
 	fi
-	echo "$(calc "$t1 - $t0") ${pct#resident=}"
+	echo "$(calc "$t1 - $t0") ${pct#resident=} $(calc "$tc - $t0")"
 }
 
 # compare NAME RATIO_IS TARGET TARGETPATH SNAP ROOT -- OURS... -- THEIRS...
@@ -125,18 +129,18 @@ compare() {
 		if [[ $a == -- ]]; then side=$((side + 1)); continue; fi
 		if ((side == 1)); then ours+=("$a"); else theirs+=("$a"); fi
 	done
-	local o_t=() t_t=() d_t=() o_r t_r dev=
+	local o_t=() o_c=() t_t=() d_t=() o_r t_r dev=
 	# the order alternates: on this disk the time of a run swings by +-30%
 	# within minutes, and neither side should always go first
 	for ((r = 0; r < ROUNDS; r++)); do
 		if ((r % 2)); then
-			read -r t res < <(timed "$path" "$snap" "$root" "${theirs[@]}")
+			read -r t res _ < <(timed "$path" "$snap" "$root" "${theirs[@]}")
 			t_t+=("$t"); t_r=$res
 		fi
-		read -r t res < <(timed "$path" "$snap" "$root" "${ours[@]}")
-		o_t+=("$t"); o_r=$res
+		read -r t res tc < <(timed "$path" "$snap" "$root" "${ours[@]}")
+		o_t+=("$t"); o_c+=("$tc"); o_r=$res
 		if ((r % 2 == 0)); then
-			read -r t res < <(timed "$path" "$snap" "$root" "${theirs[@]}")
+			read -r t res _ < <(timed "$path" "$snap" "$root" "${theirs[@]}")
 			t_t+=("$t"); t_r=$res
 		fi
 		if ((${#DIRECT[@]})); then
@@ -153,7 +157,7 @@ compare() {
 	done
 	local om tm ratio
 	# every round on stderr: the medians hide how much the disk swings
-	echo "# $name: ours ${o_t[*]}; theirs ${t_t[*]}${d_t[*]:+; device ${d_t[*]}}" >&2
+	echo "# $name: ours ${o_t[*]} (command ${o_c[*]}); theirs ${t_t[*]}${d_t[*]:+; device ${d_t[*]}}" >&2
 	om=$(printf '%s\n' "${o_t[@]}" | median)
 	tm=$(printf '%s\n' "${t_t[@]}" | median)
 	if ((${#d_t[@]})); then
@@ -164,8 +168,9 @@ compare() {
 	else
 		ratio=$(calc "$om / $tm")
 	fi
-	printf 'case=%s ratio=%.2f ratio_is=%s target=%s ours_s=%.3f theirs_s=%.3f%s resident_ours=%s resident_theirs=%s\n' \
-		"$name" "$ratio" "$kind" "$target" "$om" "$tm" "$dev" "$o_r" "$t_r"
+	printf 'case=%s ratio=%.2f ratio_is=%s target=%s ours_s=%.3f theirs_s=%.3f%s ours_command_s=%.3f resident_ours=%s resident_theirs=%s\n' \
+		"$name" "$ratio" "$kind" "$target" "$om" "$tm" "$dev" \
+		"$(printf '%s\n' "${o_c[@]}" | median)" "$o_r" "$t_r"
 }
 
 # device_s's reads: CHUNK bytes at most, DEPTH in flight (what ran fastest
