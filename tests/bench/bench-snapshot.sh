@@ -78,7 +78,7 @@ PY
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 # timed TARGET SNAP ROOT CMD...: evict TARGET, run CMD, poll until the
-# snapshot's pages are resident; prints "seconds resident%"
+# snapshot's pages are resident; prints "seconds resident% command_seconds"
 timed() {
 	local target=$1 snap=$2 root=$3 t0 t1 tc res last pct first wpid= io=
 	shift 3

@@ -63,11 +63,13 @@ struct level {
 				    * directory's (a lower layer's): fstatat */
 };
 
+/* Whether the files of directory fd need a stat of their own: on
+ * overlayfs, or where fstatfs cannot tell. */
 static bool on_overlayfs(int fd)
 {
 	struct statfs sfs;
 
-	return fstatfs(fd, &sfs) == 0 && sfs.f_type == (typeof(sfs.f_type))OVERLAYFS_SUPER_MAGIC;
+	return fstatfs(fd, &sfs) < 0 || sfs.f_type == (typeof(sfs.f_type))OVERLAYFS_SUPER_MAGIC;
 }
 
 /* Whether st is one of the directories being read (a loop). */

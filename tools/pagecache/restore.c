@@ -172,6 +172,7 @@ struct restore {
 	bool final_unknown;
 	double settle;
 	const char *settle_end;    /* why settle()'s last wait ended */
+	bool poll_whole;           /* plain polls without a window (MEMO_BYTES) */
 	uint64_t retried;          /* pages read again by settle() */
 	uint64_t streamed;         /* of read, left to the kernel's readahead (stream) */
 	uint8_t *state;            /* per logged file: FILE_* (measure()) */
@@ -2825,14 +2826,14 @@ static uint64_t first_missing(const struct pc_residency *r, struct pc_run run)
 	return end;
 }
 
-/* A measure of a file of at least MEMO_PAGES wanted pages polls from
- * where the last found one missing: a 4 GiB file's mincore costs ~85 ms,
- * and its pages land from the front. A plain poll looks at MEMO_WINDOW
- * pages from there, no further (the pages past them count as missing, and
- * the memo moves to the first one missing): it costs what landed since
- * the last poll, not what is left of the file. */
-#define MEMO_PAGES 16384
-#define MEMO_WINDOW 16384
+/* A measure of a file of at least MEMO_BYTES wanted polls from where the
+ * last found a page missing: a 4 GiB file's mincore costs ~85 ms, and its
+ * pages land from the front. A plain poll looks at MEMO_BYTES from there,
+ * no further (the pages past them count as missing, and the memo moves to
+ * the first one missing): it costs what landed since the last poll, not
+ * what is left of the file. Not once the memo is stuck with pages still
+ * coming past it (poll_whole): the polls must see those land. */
+#define MEMO_BYTES (UINT64_C(64) << 20)
 
 static size_t memo_find(const struct restore *c, size_t file)
 {
@@ -3120,14 +3121,15 @@ static int measure(struct restore *c, bool exact, uint64_t *wanted, uint64_t *re
 		} else if (state == FILE_PENDING) {
 			/* pass 2: exactly, from the memo's page on */
 			fr = 0;
-			if (c->use_memo && !absent && fw >= MEMO_PAGES)
+			if (c->use_memo && !absent && fw >= MEMO_BYTES / c->ps)
 				from = memo_page(c, i);
 			if (from)
 				c->memo_used = true;
 			/* from a memo, a window; without one (the first poll,
 			 * after a rewarm, or when the pages below a memo were
 			 * not sure) the whole file */
-			if (residency_exact(c, fd, from, from ? MEMO_WINDOW : 0, &r) < 0) {
+			if (residency_exact(c, fd, from,
+					    from && !c->poll_whole ? MEMO_BYTES / c->ps : 0, &r) < 0) {
 				r = NULL;
 				state = FILE_GONE;
 			} else if (pc_residency_quality(r) == PC_QUALITY_UNKNOWN) {
@@ -3183,7 +3185,8 @@ static int measure(struct restore *c, bool exact, uint64_t *wanted, uint64_t *re
 		pc_residency_free(r);
 		if (opened)
 			close(fd);
-		if (state == FILE_PENDING && fw >= MEMO_PAGES && fr < fw && missing_at != UINT64_MAX) {
+		if (state == FILE_PENDING && fw >= MEMO_BYTES / c->ps && fr < fw &&
+		    missing_at != UINT64_MAX) {
 			memo_set(c, i, missing_at);
 			c->memo_placed = true;
 		}
@@ -3272,6 +3275,9 @@ static int rewarm(struct restore *c)
  * themselves). That is asked (measure()'s absent) when a poll saw no
  * change; where cachestat cannot tell, the quiet time decides alone.
  */
+/* How long plain polls must see nothing change before one asks. */
+#define ASK_AFTER 0.02
+
 static void poll_resident(struct restore *c, double quiet)
 {
 	double t0 = now_seconds(), last_change = t0;
@@ -3284,6 +3290,7 @@ static void poll_resident(struct restore *c, double quiet)
 	 * on their way still, which cachestat would count (below_present()):
 	 * the first poll measures whole */
 	c->nmemo = 0;
+	c->poll_whole = false;
 	for (;;) {
 		uint64_t w, r, absent = UINT64_MAX;
 		bool unk;
@@ -3331,10 +3338,17 @@ static void poll_resident(struct restore *c, double quiet)
 		}
 		if (exact && absent == UINT64_MAX)
 			can_ask = false; /* cachestat cannot tell: the quiet time decides */
-		/* A plain poll that saw no change asks at once; one that asked
-		 * sleeps. Only plain polls are compared: they count a small run
-		 * with pages missing as none, an exact one counts its pages. */
-		ask = !exact && can_ask && r == prev;
+		/* asked, and more is coming (or no telling): the plain polls
+		 * after it look past their window, to see it land while a memo
+		 * is stuck at a page that may never come */
+		if (exact)
+			c->poll_whole = true;
+		/* A plain poll that saw no change for ASK_AFTER asks; one that
+		 * asked sleeps. Only plain polls are compared: they count a
+		 * small run with pages missing as none, an exact one counts its
+		 * pages. (A windowed poll takes a few ms: one that saw nothing
+		 * land in that time says little.) */
+		ask = !exact && can_ask && r == prev && t - last_change >= ASK_AFTER;
 		if (!exact && r != prev) {
 			prev = r;
 			last_change = t;
@@ -3385,8 +3399,10 @@ static void settle(struct restore *c)
 		resident_before = c->resident_before;
 		ret = rewarm(c);
 		c->resident_before = resident_before;
-		if (ret < 0)
+		if (ret < 0) {
+			c->settle_end = "a re-read failed";
 			break;
+		}
 	}
 	c->retried = c->read - before;
 	c->settle = now_seconds() - t0;
