@@ -3338,10 +3338,12 @@ static void poll_resident(struct restore *c, double quiet)
 		}
 		if (exact && absent == UINT64_MAX)
 			can_ask = false; /* cachestat cannot tell: the quiet time decides */
-		/* asked, and more is coming (or no telling): the plain polls
-		 * after it look past their window, to see it land while a memo
-		 * is stuck at a page that may never come */
-		if (exact)
+		/* asked: some pages missing will not come by themselves (or
+		 * no telling), while more is coming. A memo may be stuck at
+		 * one of them: the plain polls after it look past their window,
+		 * to see the rest land. (With every missing page on its way,
+		 * the memo moves on as they land.) */
+		if (exact && absent != 0)
 			c->poll_whole = true;
 		/* A plain poll that saw no change for ASK_AFTER asks; one that
 		 * asked sleeps. Only plain polls are compared: they count a
