@@ -49,6 +49,8 @@ int parse_uint(const char *s, uint64_t max, uint64_t *out);
 unsigned int terminal_width(int fd);
 /* Monotonic time in seconds. */
 double now_seconds(void);
+/* 1 if fd's file is on overlayfs, 0 if not, -1 if fstatfs cannot tell. */
+int on_overlayfs(int fd);
 /* The size in bytes of an open regular file or block device; -errno. */
 int file_bytes(int fd, const struct stat *st, uint64_t *out);
 /* Open path (beneath dirfd; a /proc magic link is fine) for reading only

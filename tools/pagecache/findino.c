@@ -18,11 +18,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/magic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "snapcli.h"
@@ -65,11 +63,9 @@ struct level {
 
 /* Whether the files of directory fd need a stat of their own: on
  * overlayfs, or where fstatfs cannot tell. */
-static bool on_overlayfs(int fd)
+static bool stat_files(int fd)
 {
-	struct statfs sfs;
-
-	return fstatfs(fd, &sfs) < 0 || sfs.f_type == (typeof(sfs.f_type))OVERLAYFS_SUPER_MAGIC;
+	return on_overlayfs(fd) != 0;
 }
 
 /* Whether st is one of the directories being read (a loop). */
@@ -116,7 +112,7 @@ int find_inodes(int rootfd, struct inode_key *keys, size_t n,
 	levels[0].dev = (uint64_t)st.st_dev;
 	levels[0].ino = (uint64_t)st.st_ino;
 	levels[0].pathlen = 0;
-	levels[0].stat_files = on_overlayfs(fd);
+	levels[0].stat_files = stat_files(fd);
 	depth = 1;
 	while (depth && left && !(stop && *stop)) {
 		struct level *l = &levels[depth - 1];
@@ -197,7 +193,7 @@ int find_inodes(int rootfd, struct inode_key *keys, size_t n,
 		levels[depth].dev = (uint64_t)st.st_dev;
 		levels[depth].ino = (uint64_t)st.st_ino;
 		levels[depth].pathlen = path.len;
-		levels[depth].stat_files = on_overlayfs(fd);
+		levels[depth].stat_files = stat_files(fd);
 		depth++;
 	}
 	while (depth)

@@ -24,7 +24,6 @@
 #include <linux/fiemap.h>
 #include <linux/capability.h>
 #include <linux/fs.h>
-#include <linux/magic.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -38,7 +37,6 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/uio.h>
-#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -971,16 +969,6 @@ static bool mincore_truthful_everywhere(void)
 	if (mode != PC_MINCORE_GATED_FAKED && mode != PC_MINCORE_GATED_MAPPED)
 		return false;
 	return cap_effective(CAP_FOWNER) && initial_user_ns();
-}
-
-/* 1 if fd's file is on overlayfs, 0 if not, -1 if fstatfs cannot tell. */
-static int on_overlayfs(int fd)
-{
-	struct statfs sfs;
-
-	if (fstatfs(fd, &sfs) < 0)
-		return -1;
-	return sfs.f_type == (typeof(sfs.f_type))OVERLAYFS_SUPER_MAGIC;
 }
 
 /* The id the kernel shows for ids without a mapping (65534 unless changed). */

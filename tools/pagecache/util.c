@@ -9,8 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/fs.h>
+#include <linux/magic.h>
 #include <sys/ioctl.h>
 #include <sys/sysmacros.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -243,6 +245,15 @@ void buf_free(struct buf *b)
 	free(b->data);
 	b->data = NULL;
 	b->len = b->cap = 0;
+}
+
+int on_overlayfs(int fd)
+{
+	struct statfs sfs;
+
+	if (fstatfs(fd, &sfs) < 0)
+		return -1;
+	return sfs.f_type == (typeof(sfs.f_type))OVERLAYFS_SUPER_MAGIC;
 }
 
 int file_bytes(int fd, const struct stat *st, uint64_t *out)
