@@ -1538,6 +1538,20 @@ def case_dump_output_not_regular(env):
           f"restore of a directory: {rc} {err!r}")
 
 
+def signal_when_open(p, out, sig):
+    """Send sig to p once it holds a file in directory out open (dump's
+    output: its handlers are in place by then), unless it ends first."""
+    fddir = f"/proc/{p.pid}/fd"
+    while p.poll() is None:
+        try:
+            if any(os.readlink(os.path.join(fddir, fd)).startswith(out + "/")
+                   for fd in os.listdir(fddir)):
+                p.send_signal(sig)
+                return
+        except OSError:
+            pass  # an fd closed between listdir and readlink
+
+
 def case_dump_interrupted(env):
     """SIGTERM while dump walks: the old snapshot stays, nothing else is
     left in its directory, the command says it was interrupted and dies of
@@ -1564,17 +1578,7 @@ def case_dump_interrupted(env):
             if UNDER_VALGRIND:
                 cmd = VALGRIND + cmd
             p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            fddir = f"/proc/{p.pid}/fd"
-            sent = False
-            while p.poll() is None and not sent:
-                try:
-                    for fd in os.listdir(fddir):
-                        if os.readlink(os.path.join(fddir, fd)).startswith(out + "/"):
-                            p.send_signal(signal.SIGTERM)
-                            sent = True
-                            break
-                except OSError:
-                    pass  # an fd closed between listdir and readlink
+            signal_when_open(p, out, signal.SIGTERM)
             _, err = p.communicate(timeout=TIMEOUT * (10 if UNDER_VALGRIND else 1))
             check(os.listdir(out) == ["snap"], f"{fmt}: left behind: {os.listdir(out)}")
             with open(snap, "rb") as f:
@@ -1596,15 +1600,7 @@ def case_dump_interrupted(env):
     snap = os.path.join(out, "snap")
     cmd = ["sh", "-c", f"trap '' HUP; exec {EXE} dump -q -o {snap} {t}"]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    fddir = f"/proc/{p.pid}/fd"
-    while p.poll() is None:
-        try:
-            if any(os.readlink(os.path.join(fddir, fd)).startswith(out + "/")
-                   for fd in os.listdir(fddir)):
-                p.send_signal(signal.SIGHUP)
-                break
-        except OSError:
-            pass
+    signal_when_open(p, out, signal.SIGHUP)
     _, err = p.communicate(timeout=TIMEOUT * (10 if UNDER_VALGRIND else 1))
     with open(snap, "rb") as f:
         check(p.returncode == 0 and f.read(1) == b"\x89", f"nohup: exit {p.returncode} {err!r}")
