@@ -486,7 +486,7 @@ static void out_free(struct out_file *o)
 
 static const char *out_error(int err)
 {
-	if (err == -EEXIST) /* out_replaceable(), pc_snapshot_writer_new_at() */
+	if (err == -EEXIST) /* out_replaceable() */
 		return "not a regular file (dump replaces only a regular file)";
 	if (err == -EINTR)
 		return "interrupted by a signal";
