@@ -700,6 +700,7 @@ static int64_t warm_run(int fd, struct warm_source *src, const struct pc_warm_op
 		io_uring_queue_exit(&w->ring);
 		progress(w);
 	}
+	w->st.bytes_done = w->done;
 	pc_opts_out(stats, &w->st, sizeof(w->st));
 	if (w->bf)
 		w->b->ops->close(w->b, w->bf);

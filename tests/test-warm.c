@@ -156,6 +156,7 @@ static void warm_brings_back_runs_only(const char *name, int strategy)
 	ck_assert_int_ge(fd, 0);
 	pc_test_set_pattern(f, NULL, 0);
 	ck_assert_int_eq(pc_warm(fd, runs, PC_ARRAY_SIZE(runs), &o, &st), RUN_PAGES * ps());
+	ck_assert_uint_eq(st.bytes_done, RUN_PAGES * ps()); /* as returned */
 	ck_assert_uint_eq(st.pages_wanted, RUN_PAGES);
 	ck_assert_uint_eq(st.pages_read, RUN_PAGES);
 	ck_assert_uint_eq(st.pages_resident, 0);
@@ -458,6 +459,7 @@ static void cancel_from_another_thread(const char *name, int strategy)
 	ck_assert_int_eq(c->ret, -ECANCELED);
 	/* one read (queue depth 1) was done when the flag went up */
 	ck_assert_uint_eq(c->st.pages_read, 1);
+	ck_assert_uint_eq(c->st.bytes_done, ps()); /* how far it got */
 	vec = wait_resident(f, c->many, 1);
 	for (size_t i = 1; i < PC_ARRAY_SIZE(c->many); i++)
 		ck_assert_msg(!(vec[c->many[i].page] & 1), "page %llu read after the cancel",
@@ -495,6 +497,7 @@ START_TEST(cancel_set_before_start_reads_nothing)
 	o.cancel = &cancel;
 	ck_assert_int_eq(pc_warm(fd, runs, 1, &o, &st), -ECANCELED);
 	ck_assert_uint_eq(st.pages_read, 0);
+	ck_assert_uint_eq(st.bytes_done, 0);
 	close(fd);
 }
 END_TEST
