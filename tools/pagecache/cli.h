@@ -51,6 +51,11 @@ unsigned int terminal_width(int fd);
 double now_seconds(void);
 /* 1 if fd's file is on overlayfs, 0 if not, -1 if fstatfs cannot tell. */
 int on_overlayfs(int fd);
+/* Catch each of the n signals sigs with handler, except one the caller
+ * ignores (nohup; a background job of a shell without job control), which
+ * stays ignored. SA_RESETHAND: a second one acts at once. No SA_RESTART: a
+ * blocked read or write returns EINTR, for the command to see the flag. */
+void catch_stop_signals(const int *sigs, size_t n, void (*handler)(int));
 /* The size in bytes of an open regular file or block device; -errno. */
 int file_bytes(int fd, const struct stat *st, uint64_t *out);
 /* Open path (beneath dirfd; a /proc magic link is fine) for reading only

@@ -637,15 +637,10 @@ int cmd_dump(int argc, char **argv)
 	}
 
 	if (!to_stdout) {
-		struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESETHAND }, old;
 		static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
 
 		sel.wo.stop = &got_signal;
-		sigemptyset(&sa.sa_mask);
-		/* one the caller ignores (nohup; & in a script) stays ignored */
-		for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-			if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
-				sigaction(sigs[i], &sa, NULL);
+		catch_stop_signals(sigs, sizeof(sigs) / sizeof(sigs[0]), on_signal);
 	}
 	/* the root: absolute and resolved, a directory */
 	if (root_arg) {

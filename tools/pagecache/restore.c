@@ -217,6 +217,9 @@ struct restore {
 	const char *gentle;
 };
 
+/* SIGINT, SIGTERM: restore stops reading, waits for what it queued and
+ * prints its summary ("stopped early: interrupted by a signal"); a second
+ * one kills at once. A signal the caller ignores stays ignored. */
 static volatile sig_atomic_t got_signal;
 
 static void on_signal(int sig)
@@ -678,11 +681,12 @@ static int warm_account(struct restore *c, int fd, const char *rel, const struct
 	c->streamed += st.pages_streamed;
 	if (st.quality == PC_QUALITY_UNKNOWN)
 		c->hidden = true;
-	if (got > 0) {
-		c->bytes += (uint64_t)got;
-		c->done_base += (uint64_t)got;
+	/* what was read counts also when it stopped (a signal, a read error) */
+	if (st.bytes_done) {
+		c->bytes += st.bytes_done;
+		c->done_base += st.bytes_done;
 		if (c->budget != UINT64_MAX)
-			c->budget = (uint64_t)got >= c->budget ? 0 : c->budget - (uint64_t)got;
+			c->budget = st.bytes_done >= c->budget ? 0 : c->budget - st.bytes_done;
 	}
 	if (st.budget_exhausted && !c->stop)
 		c->stop = STOP_BUDGET;
@@ -1533,6 +1537,8 @@ static int job_account(struct restore *c, struct job *j, struct pc_run *runs)
 
 	if (j->fd == -ECANCELED) {
 		c->skipped[SKIP_NOT_REACHED]++;
+		if (got_signal && !c->stop)
+			c->stop = STOP_SIGNAL; /* the stop that cancelled it */
 		return 0;
 	}
 	if (j->fd < 0 && !j->closed) {
@@ -1660,6 +1666,7 @@ static void map_counts(struct restore *c, struct job *j, const struct pc_run *ru
 	j->ws.pages_resident = resident;
 	j->ws.pages_read = j->map_pages - resident;
 	j->ws.quality = PC_QUALITY_EXACT;
+	j->ws.bytes_done = bytes;
 	j->got = (int64_t)bytes;
 	j->warmed = true;
 }
@@ -1732,6 +1739,7 @@ static void jobs_do_chunk(struct jobs *js, size_t from, size_t to)
 			map_counts(c, m, runs, vec + (m->map_at - vec_at) / (ptrdiff_t)c->ps);
 			if (stop) {
 				m->ws.pages_read = 0;
+				m->ws.bytes_done = 0;
 				m->got = -ECANCELED;
 			}
 		}
@@ -3833,7 +3841,7 @@ int cmd_restore(int argc, char **argv)
 {
 	struct restore c = { .bn = { .rootfd = -1, .procfd = -1 } };
 	const char *root_arg = NULL, *why = NULL;
-	struct sigaction sa = { .sa_handler = on_signal };
+	static const int sigs[] = { SIGINT, SIGTERM };
 	int opt, ret = 0;
 	uint64_t v;
 
@@ -3988,8 +3996,7 @@ int cmd_restore(int argc, char **argv)
 	c.budget_total = c.budget;
 	if (!c.fast)
 		be_gentle(&c);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	catch_stop_signals(sigs, sizeof(sigs) / sizeof(sigs[0]), on_signal);
 
 	kept_init(&c);
 	/* a root on overlayfs (or where fstatfs cannot tell): mappings there

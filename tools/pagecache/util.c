@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -392,4 +393,14 @@ int file_statx(int fd, struct stat *st, uint64_t *mnt_id)
 	if (stx.stx_mask & STATX_MNT_ID_UNIQUE)
 		*mnt_id = stx.stx_mnt_id;
 	return 0;
+}
+
+void catch_stop_signals(const int *sigs, size_t n, void (*handler)(int))
+{
+	struct sigaction sa = { .sa_handler = handler, .sa_flags = SA_RESETHAND }, old;
+
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < n; i++)
+		if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+			sigaction(sigs[i], &sa, NULL);
 }
