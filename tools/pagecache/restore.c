@@ -248,6 +248,7 @@ static const char restore_usage[] =
 	"      --fast              full speed: without it, I/O priority idle and\n"
 	"                          SCHED_IDLE, so that a live system comes first\n"
 	"      --rate MB           read at most MB megabytes (10^6 bytes) per second\n"
+	"                          (with readahead unless --strategy says otherwise)\n"
 	"      --strategy S        stream (default: large holes as RWF_NOWAIT reads that\n"
 	"                          start the kernel's own readahead, 6.12+; the rest\n"
 	"                          as readahead), readahead (readahead(2) in 2 MiB\n"
@@ -3971,6 +3972,11 @@ int cmd_restore(int argc, char **argv)
 			goto out;
 		}
 	}
+	/* paced: the stream's readahead would run up to two windows (16 MiB
+	 * with read_ahead_kb 8192) ahead of the pace; readahead(2) reads what
+	 * it is asked */
+	if (c.rate && c.strategy == PC_WARM_DEFAULT)
+		c.strategy = PC_WARM_READAHEAD;
 	c.root = realpath(root_arg, NULL);
 	if (!c.root || beneath_init(&c.bn, c.root) < 0) {
 		cli_error(root_arg, strlen(root_arg), "the root: %s", strerror(errno));
