@@ -10,8 +10,10 @@
  * (the data is not wanted, only its trip through the page cache), or, with
  * PC_WARM_STREAM, as RWF_NOWAIT reads that start the kernel's own readahead
  * (6.12+): its windows grow and its folios get large, where readahead(2)
- * takes the pages one by one (a 4 GiB file here: 0.8-1.5 s against
- * 1.8-2.2 s, 0.02 s of CPU against 0.85 s). Those windows may reach past
+ * takes the pages one by one (a 4 GiB file here: 0.02 s of CPU against
+ * 0.85 s; the time was shorter at first, 0.8-1.5 s against 1.8-2.2 s, and
+ * longer in every round side by side later: doc/design.md, so readahead(2)
+ * is the default). Those windows may reach past
  * the read that started them, so only the part of a run far enough from
  * its end (or a run that ends at the end of the file) goes out that way;
  * the rest, small holes, and every hole where the kernel does not read
@@ -622,7 +624,7 @@ static int warm_setup(struct warm *w, int fd, const struct pc_warm_opts *opts)
 	w->st.size = sizeof(w->st);
 	w->st.quality = PC_QUALITY_EXACT;
 	if (w->o.strategy == PC_WARM_DEFAULT)
-		w->o.strategy = PC_WARM_STREAM;
+		w->o.strategy = PC_WARM_READAHEAD; /* the fastest measured here */
 	if (w->o.strategy != PC_WARM_READAHEAD && w->o.strategy != PC_WARM_IO_URING &&
 	    w->o.strategy != PC_WARM_STREAM)
 		return -EINVAL;

@@ -319,6 +319,28 @@ START_TEST(default_strategy_and_null_opts_work)
 }
 END_TEST
 
+/* PC_WARM_DEFAULT is readahead(2): a large hole, which PC_WARM_STREAM
+ * would stream here, is not streamed. */
+START_TEST(default_strategy_is_readahead)
+{
+	const struct pc_run all = { 0, BIG_PAGES };
+	struct pc_warm_opts o = opts_for(PC_WARM_DEFAULT);
+	struct pc_warm_stats st = { .size = sizeof(st) };
+	const char *f = pc_test_make_file("default-big", BIG_PAGES, 0644, -1, -1);
+	unsigned char *vec;
+	int fd = open(f, O_RDONLY | O_CLOEXEC);
+
+	ck_assert_int_ge(fd, 0);
+	pc_test_set_pattern(f, NULL, 0);
+	ck_assert_int_eq(pc_warm(fd, &all, 1, &o, &st), (int64_t)(BIG_PAGES * ps()));
+	ck_assert_uint_eq(st.pages_read, BIG_PAGES);
+	ck_assert_uint_eq(st.pages_streamed, 0);
+	vec = wait_resident(f, &all, 1);
+	free(vec);
+	close(fd);
+}
+END_TEST
+
 static void resident_pages_not_read_again(const char *name, int strategy)
 {
 	/* pages 10, 11 and 2620 are resident already; 12 and the rest are not */
@@ -667,6 +689,7 @@ int main(void)
 	tcase_add_test(tc, stream_stops_short_of_a_run_end);
 	tcase_add_test(tc, stream_skips_resident_pages);
 	tcase_add_test(tc, default_strategy_and_null_opts_work);
+	tcase_add_test(tc, default_strategy_is_readahead);
 	tcase_add_test(tc, readahead_skips_resident_pages);
 	tcase_add_test(tc, io_uring_skips_resident_pages);
 	tcase_add_test(tc, readahead_budget_stops_early);

@@ -632,7 +632,7 @@ int pc_snapshot_path_check(const char *relpath);
 
 /** How pc_warm() reads. */
 enum pc_warm_strategy {
-	PC_WARM_DEFAULT = 0,      /* the fastest measured here: PC_WARM_STREAM */
+	PC_WARM_DEFAULT = 0,      /* the fastest measured here: PC_WARM_READAHEAD */
 	PC_WARM_READAHEAD,        /* readahead(2) (WILLNEED where refused), per chunk */
 	PC_WARM_IO_URING,         /* io_uring reads, bounded queue depth */
 	PC_WARM_STREAM,           /* large holes: RWF_NOWAIT reads that start the

@@ -248,11 +248,11 @@ static const char restore_usage[] =
 	"      --fast              full speed: without it, I/O priority idle and\n"
 	"                          SCHED_IDLE, so that a live system comes first\n"
 	"      --rate MB           read at most MB megabytes (10^6 bytes) per second\n"
-	"                          (with readahead unless --strategy says otherwise)\n"
-	"      --strategy S        stream (default: large holes as RWF_NOWAIT reads that\n"
-	"                          start the kernel's own readahead, 6.12+; the rest\n"
-	"                          as readahead), readahead (readahead(2) in 2 MiB\n"
-	"                          chunks) or io_uring (reads at queue depth 8)\n"
+	"      --strategy S        readahead (default: readahead(2) in 2 MiB chunks),\n"
+	"                          stream (large holes as RWF_NOWAIT reads that start\n"
+	"                          the kernel's own readahead, 6.12+: less CPU; the\n"
+	"                          rest as readahead) or io_uring (reads at queue\n"
+	"                          depth 8, waited for)\n"
 	"      --chunk SIZE        bytes per readahead(2) call or io_uring read\n"
 	"                          (default 2M)\n"
 	"      --queue-depth N     io_uring reads in flight, 1 to 256 (default 8)\n"
@@ -3972,9 +3972,9 @@ int cmd_restore(int argc, char **argv)
 			goto out;
 		}
 	}
-	/* paced: the stream's readahead would run up to two windows (16 MiB
+	/* paced: a stream's readahead would run up to two windows (16 MiB
 	 * with read_ahead_kb 8192) ahead of the pace; readahead(2) reads what
-	 * it is asked */
+	 * it is asked (the default now, whatever the default becomes) */
 	if (c.rate && c.strategy == PC_WARM_DEFAULT)
 		c.strategy = PC_WARM_READAHEAD;
 	c.root = realpath(root_arg, NULL);
