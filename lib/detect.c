@@ -499,3 +499,10 @@ PC_EXPORT int pc_detect_nowait(int dirfd)
 {
 	return pc_nowait_for_dir(dirfd, 1);
 }
+
+PC_EXPORT int pc_detect_nowait_flags(int dirfd, unsigned int flags)
+{
+	if (flags & ~PC_DETECT_ALLOW_PERTURB)
+		return -EINVAL;
+	return pc_nowait_for_dir(dirfd, !!(flags & PC_DETECT_ALLOW_PERTURB));
+}

@@ -292,6 +292,42 @@ START_TEST(nobody_nowait_uses_one_cold_page_of_a_visible_file)
 }
 END_TEST
 
+static int nobody_nowait_no_perturb_fn(void *arg, void *buf, size_t bufsize)
+{
+	const char *dir = arg;
+	int *mode = buf;
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	(void)bufsize;
+	if (fd < 0)
+		return -errno;
+	mode[0] = pc_detect_nowait_flags(fd, 0);
+	mode[1] = pc_detect_nowait_flags(fd, ~PC_DETECT_ALLOW_PERTURB);
+	close(fd);
+	return 0;
+}
+
+/* The same directory and file, asked without PC_DETECT_ALLOW_PERTURB: no
+ * scratch file can be made, the cold page is not used: unknown, and the
+ * file's pages stay out. */
+START_TEST(nobody_nowait_flags_without_perturb_leave_the_cache_alone)
+{
+	const char *dir = subdir("ro-visible-np", 0755, -1);
+	const char *path = pc_test_make_file("ro-visible-np/open", FILE_PAGES, 0666, 0, 0);
+	int mode[2] = { -999, -999 };
+
+	if (!fresh_process("nobody_nowait_flags_without_perturb_leave_the_cache_alone"))
+		return;
+	pc_test_set_pattern(path, NULL, 0);
+	ck_assert_int_eq(resident_count(path), 0);
+	ck_assert_int_eq(pc_test_as_nobody(nobody_nowait_no_perturb_fn, (void *)dir, mode,
+					   sizeof(mode)), 0);
+	ck_assert_int_eq(mode[0], PC_NOWAIT_UNKNOWN);
+	ck_assert_int_eq(mode[1], -EINVAL);
+	ck_assert_int_eq(resident_count(path), 0);
+}
+END_TEST
+
 /* ---- from several threads at once ---------------------------------------- */
 
 struct thread_answers {
@@ -608,6 +644,7 @@ int main(void)
 		tcase_add_test(fresh, nobody_gets_the_same_answers);
 		tcase_add_test(fresh, nobody_nowait_unknown_where_nothing_is_usable);
 		tcase_add_test(fresh, nobody_nowait_uses_one_cold_page_of_a_visible_file);
+		tcase_add_test(fresh, nobody_nowait_flags_without_perturb_leave_the_cache_alone);
 	} else {
 		pc_test_skip("uid 65534 cases", "not root: cannot switch to uid 65534");
 	}

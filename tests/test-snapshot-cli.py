@@ -1427,6 +1427,27 @@ def case_nobody(env):
         check(set(range(16)) <= resident_pages(os.path.join(t, n)), f"{n} not restored")
 
 
+def case_dump_changes_no_page(env):
+    """Dump as uid 65534 of its own, cold file in a directory it cannot
+    write: the RWF_NOWAIT detection for the header may not use a cold page
+    of that file (it would cache it, and the dump then record it)."""
+    need_root()
+    t = env.path("t")
+    os.mkdir(t)
+    f = os.path.join(t, "mine")
+    make_file(f, 16)
+    os.chown(f, NOBODY, NOBODY)
+    evict(f)
+    check(not resident_pages(f), "the file is not cold")
+    out = env.path("out")
+    os.mkdir(out)
+    os.chown(out, NOBODY, NOBODY)
+    rc, doc, err = run_json(["dump", "-q", "-o", os.path.join(out, "snap"), t], as_nobody=True)
+    check(rc == 0 and doc["files"] == 1 and doc["unknown_files"] == 0, f"{rc} {doc} {err!r}")
+    check(doc["resident_pages"] == 0 and not resident_pages(f),
+          f"dump cached {sorted(resident_pages(f))}, recorded {doc['resident_pages']}")
+
+
 def case_stdout_and_stdin(env):
     need_root()
     t = env.path("t")
@@ -1870,10 +1891,9 @@ CASES = [case_usage_errors, case_round_trip, case_identity_and_strict, case_host
          case_dropped_readahead_windows, case_dropped_readahead_slow_disk,
          case_half_runs_settle,
          case_memo_below_evicted, case_idmapped_unowned, case_idmapped_overlay, case_budget,
-         case_nobody, case_diff_orders, case_stdout_and_stdin, case_atomic_dump,
-         case_dump_output_not_regular, case_dump_interrupted, case_restore_interrupted,
-         case_renamed,
-         case_dump_into_tree, case_dump_without_proc]
+         case_nobody, case_dump_changes_no_page, case_diff_orders, case_stdout_and_stdin,
+         case_atomic_dump, case_dump_output_not_regular, case_dump_interrupted,
+         case_restore_interrupted, case_renamed, case_dump_into_tree, case_dump_without_proc]
 
 
 def main():

@@ -168,6 +168,20 @@ int pc_detect_mincore(void);
  */
 int pc_detect_nowait(int dirfd);
 
+/** pc_detect_nowait_flags(): may use a cold page of a file (see above). */
+#define PC_DETECT_ALLOW_PERTURB (1u << 0)
+
+/**
+ * pc_detect_nowait_flags() - pc_detect_nowait(), which is this with
+ * PC_DETECT_ALLOW_PERTURB. Without that flag it never changes the page
+ * cache: only the unlinked O_TMPFILE is tried, and where none can be made
+ * the answer is a mode already found for the filesystem, or
+ * PC_NOWAIT_UNKNOWN. Returns the mode or -errno (-EINVAL for an unknown
+ * flag).
+ * @since 0.1
+ */
+int pc_detect_nowait_flags(int dirfd, unsigned int flags);
+
 /**
  * pc_detect_cachestat() - who may call cachestat(2) here; enum
  * pc_cachestat_mode. Side-effect free (invalid-flag probes). Detected once

@@ -674,7 +674,8 @@ int cmd_dump(int argc, char **argv)
 	info.mincore_mode = ret > 0 ? ret : 0;
 	ret = pc_detect_cachestat();
 	info.cachestat_mode = ret > 0 ? ret : 0;
-	ret = pc_detect_nowait(rootfd);
+	/* not with a cold page of a file: dump changes no page cache */
+	ret = pc_detect_nowait_flags(rootfd, 0);
 	info.nowait_mode = ret > 0 ? ret : 0;
 	ret = 0;
 
