@@ -82,7 +82,8 @@ static int dump(const char *dir, const char *snapshot)
 	}
 	info.mincore_mode = pc_detect_mincore();
 	info.cachestat_mode = pc_detect_cachestat();
-	ret = pc_snapshot_writer_new_at(AT_FDCWD, snapshot, 0644, &info, &writer);
+	/* 0600: root's snapshot tells what the kernel hides from others */
+	ret = pc_snapshot_writer_new_at(AT_FDCWD, snapshot, 0600, &info, &writer);
 	if (ret < 0) {
 		fprintf(stderr, "happycache: %s: %s\n", snapshot, strerror(-ret));
 		return 1;

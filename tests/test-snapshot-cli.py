@@ -1491,8 +1491,28 @@ def case_atomic_dump(env):
     check(rc == 0 and os.listdir(out) == ["snap"], f"replace: {rc} {os.listdir(out)}")
     rc, _, err = run(["dump", "-q", "--format=happycache", "-o", snap + ".gz", t])
     check(rc == 0 and sorted(os.listdir(out)) == ["snap", "snap.gz"], f"{os.listdir(out)}")
-    check(oct(os.stat(snap + ".gz").st_mode & 0o777) == oct(0o644 & ~current_umask()),
+    check(oct(os.stat(snap + ".gz").st_mode & 0o777) == oct(0o600 & ~current_umask()),
           "happycache file mode")
+    # the caller's own snapshot keeps its mode; another's does not
+    for fmt in ("native", "happycache"):
+        os.chmod(snap, 0o640)
+        rc, _, err = run(["dump", "-q", "--format", fmt, "-o", snap, t])
+        check(rc == 0 and os.stat(snap).st_mode & 0o777 == 0o640,
+              f"{fmt}: mode {oct(os.stat(snap).st_mode)} {err!r}")
+    os.chown(snap, NOBODY, NOBODY)
+    os.chmod(snap, 0o644)
+    rc, _, err = run(["dump", "-q", "-o", snap, t])
+    check(rc == 0 and os.stat(snap).st_mode & 0o777 == 0o600 & ~current_umask() and
+          os.stat(snap).st_uid == 0, f"another's: {oct(os.stat(snap).st_mode)} {err!r}")
+    # a PATH missing or outside the root: an error, the old snapshot kept
+    with open(snap, "rb") as f:
+        good = f.read()
+    for bad in (["--root", t, "/etc/hostname"], ["--root", t, os.path.join(t, "nonexistent"), t]):
+        rc, _, err = run(["dump", "-q", "-o", snap] + bad)
+        with open(snap, "rb") as f:
+            check(rc == 1 and b"no snapshot written" in err and f.read() == good,
+                  f"{bad}: exit {rc} {err!r}")
+    check(sorted(os.listdir(out)) == ["snap", "snap.gz"], f"left: {os.listdir(out)}")
 
 
 def current_umask():

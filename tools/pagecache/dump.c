@@ -346,7 +346,9 @@ static char *beneath_root(const char *root, const char *real)
  * fsync; where the filesystem has no O_TMPFILE, or it could not be linked
  * (no /proc, no CAP_DAC_READ_SEARCH), the hidden name from the start.
  * Only a regular file (or nothing) is replaced: as root, -o /dev/null
- * would otherwise replace the device node.
+ * would otherwise replace the device node. Mode 0600 (root's snapshot
+ * tells what the kernel hides from other users), or the mode of the
+ * caller's own file it replaces.
  */
 struct out_file {
 	char *base, *tmp;   /* tmp: the hidden name, once the file has one */
@@ -354,13 +356,21 @@ struct out_file {
 	bool renamed;       /* in place (only the directory's fsync failed) */
 };
 
-static int out_replaceable(struct out_file *o)
+/* 0 when the target is missing or a regular file (its mode in *mode when
+ * the caller owns it, else 0), else -errno. */
+static int out_replaceable(struct out_file *o, mode_t *mode)
 {
 	struct stat st;
 
+	if (mode)
+		*mode = 0;
 	if (fstatat(o->dirfd, o->base, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOENT ? 0 : -errno;
-	return S_ISREG(st.st_mode) ? 0 : -EEXIST;
+	if (!S_ISREG(st.st_mode))
+		return -EEXIST;
+	if (mode && st.st_uid == geteuid())
+		*mode = st.st_mode & 0777;
+	return 0;
 }
 
 /* A hidden name for the temporary file beside the target: o->tmp. */
@@ -389,6 +399,7 @@ static int out_open(struct out_file *o, const char *path)
 {
 	const char *slash = strrchr(path, '/');
 	char *dir = slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : strdup(".");
+	mode_t keep;
 	int ret;
 
 	o->fd = o->dirfd = -1;
@@ -411,21 +422,19 @@ static int out_open(struct out_file *o, const char *path)
 	free(dir);
 	if (o->dirfd < 0)
 		return -errno;
-	ret = out_replaceable(o);
+	ret = out_replaceable(o, &keep);
 	if (ret < 0)
 		return ret;
 	if (tmpfile_linkable()) {
-		o->fd = openat(o->dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
-		if (o->fd >= 0)
-			return 0;
-		if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+		o->fd = openat(o->dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+		if (o->fd < 0 && errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
 			return -errno;
 	}
 	for (int i = 0; o->fd < 0 && i < 100; i++) {
 		ret = out_name(o);
 		if (ret < 0)
 			return ret;
-		o->fd = openat(o->dirfd, o->tmp, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+		o->fd = openat(o->dirfd, o->tmp, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
 		if (o->fd < 0) {
 			ret = -errno;
 			free(o->tmp);
@@ -434,7 +443,12 @@ static int out_open(struct out_file *o, const char *path)
 				return ret;
 		}
 	}
-	return o->fd < 0 ? -EAGAIN : 0;
+	if (o->fd < 0)
+		return -EAGAIN;
+	/* the caller's own snapshot keeps the mode they gave it */
+	if (keep && fchmod(o->fd, keep) < 0)
+		return -errno;
+	return 0;
 }
 
 static int out_commit(struct out_file *o)
@@ -444,7 +458,7 @@ static int out_commit(struct out_file *o)
 
 	if (fsync(o->fd) < 0)
 		return -errno;
-	ret = out_replaceable(o);
+	ret = out_replaceable(o, NULL);
 	if (ret < 0)
 		return ret;
 	/* the unnamed file gets a hidden name first: linkat cannot replace */
@@ -667,6 +681,26 @@ int cmd_dump(int argc, char **argv)
 	if (rootfd < 0) {
 		cli_error(root, strlen(root), "the root: %s", strerror(errno));
 		ret = PC_EXIT_FAILED;
+		goto out;
+	}
+	/* every PATH exists and lies beneath the root, or nothing is written
+	 * (a typo must not replace a good snapshot with an empty one) */
+	ret = 0;
+	for (int i = optind; i < argc; i++) {
+		char *real = realpath(argv[i], NULL), *rel = NULL;
+
+		if (!real)
+			cli_error(argv[i], strlen(argv[i]), "%s", strerror(errno));
+		else if (!(rel = beneath_root(root, real)))
+			cli_error(argv[i], strlen(argv[i]), "%s", errno == ENOMEM ?
+				  strerror(ENOMEM) : "not beneath the root");
+		if (!rel)
+			ret = PC_EXIT_FAILED;
+		free(real);
+		free(rel);
+	}
+	if (ret) {
+		cli_error(out, strlen(out), "%s", "no snapshot written");
 		goto out;
 	}
 	info.root = root;
