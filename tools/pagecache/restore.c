@@ -46,8 +46,11 @@
 #define BATCH_RUNS 4096
 #define WATCH_SLOTS 8
 #define CHANGED_NAMES 20
-/* files missing from their path that find_renamed() looks for, at most */
+/* files missing from their path that find_renamed() looks for, at most,
+ * and the bytes of their recorded paths (a hostile snapshot's 2^20 paths
+ * of 4 KiB would take 4 GiB) */
 #define LOST_MAX (1u << 20)
+#define LOST_PATH_BYTES (UINT64_C(64) << 20)
 #define PRECHECK_RUNS 8 /* runs per file measure() asks cachestat about */
 #define QUICK_RUN_BYTES (256 * 1024) /* the largest run quick_look() reads */
 #define MAP_REGS 4 /* batches' maps alive at once (EARLY_LAG of them, and room) */
@@ -140,6 +143,7 @@ struct restore {
 		char *found;       /* find_renamed(): a path it may have now */
 	} *lost;
 	size_t nlost, caplost;
+	uint64_t lost_bytes;       /* of their paths */
 	bool can_reread;           /* a seekable snapshot: read again for them */
 	bool no_find_renamed;      /* --no-find-renamed */
 	uint64_t renamed;
@@ -771,10 +775,11 @@ static int open_file(struct restore *c, const struct snap_file *f, const char **
 static bool lost_add(struct restore *c, const struct snap_file *f, const char *rel,
 		     uint64_t index)
 {
+	size_t len = strlen(rel) + 1;
 	struct lost *l;
 
 	if (!f || !f->identity || (!f->dev && !f->ino) || !c->can_reread ||
-	    c->nlost >= LOST_MAX)
+	    c->no_find_renamed || c->nlost >= LOST_MAX || c->lost_bytes + len > LOST_PATH_BYTES)
 		return false;
 	if (c->nlost == c->caplost) {
 		size_t cap = c->caplost ? c->caplost * 2 : 64;
@@ -790,6 +795,7 @@ static bool lost_add(struct restore *c, const struct snap_file *f, const char *r
 	if (!l->rel)
 		return false;
 	l->found = NULL;
+	c->lost_bytes += len;
 	l->dev = f->dev;
 	l->ino = f->ino;
 	l->index = index;
