@@ -1413,6 +1413,8 @@ def case_nobody(env):
           f"restore of unknown files: {doc}")
     rc, _, err = run(["dump", "-q", "-o", env.path("rootsnap"), t])
     check(rc == 0, f"dump as root: {err!r}")
+    check(os.stat(env.path("rootsnap")).st_mode & 0o077 == 0, "root's snapshot is readable")
+    os.chmod(env.path("rootsnap"), 0o644)  # given to uid 65534 on purpose
     evict_tree(t)
     rc, doc, err = run_json(["restore", "-q", env.path("rootsnap")], as_nobody=True)
     check(rc == 0, f"restore as nobody: exit {rc}: {err!r}")
@@ -1446,6 +1448,34 @@ def case_dump_changes_no_page(env):
     check(rc == 0 and doc["files"] == 1 and doc["unknown_files"] == 0, f"{rc} {doc} {err!r}")
     check(doc["resident_pages"] == 0 and not resident_pages(f),
           f"dump cached {sorted(resident_pages(f))}, recorded {doc['resident_pages']}")
+
+
+def case_control_bytes_escaped(env):
+    """Bytes of a snapshot's paths, of the root and of -o's name reach the
+    terminal escaped: in the reader's error (a page count that does not
+    add up names the path), the restore summary's root, dump's summary."""
+    need_root()
+    evil = b"a\x1b[31m\nFAKE: all good"
+    root = env.path("r\x1b[31m\nx")
+    os.mkdir(root)
+    make_file(os.path.join(root, "a"), 4)
+    body = varint(0) + lpstr(evil) + varint(4 * PS) + varint(zigzag(0)) + varint(0) + \
+        varint(0) + varint(1) + varint(1) + varint(2) + varint(0) + varint(0)  # 1 page, says 2
+    bad = bytearray(native_snapshot(root, []))
+    end = bad.rindex(b"E")  # the end record's type byte (its body has no "E")
+    bad[end:end] = record("F", body)
+    snap = env.path("bad.snap")
+    with open(snap, "wb") as f:
+        f.write(bad)
+    rc, out, err = run(["restore", "-q", "--fast", snap])
+    check(rc == 1 and b"the file record says" in err, f"{rc} {err!r}")
+    check(b"\x1b" not in err and err.count(b"\n") == 1 and b"\\x1b" in err, f"raw: {err!r}")
+    dumped = env.path("d\x1b[2J.snap")
+    rc, out, err = run(["dump", "-o", dumped, root])
+    check(rc == 0 and b"\x1b" not in out + err and b"\\x1b[2J" in out, f"dump: {out!r} {err!r}")
+    rc, out, err = run(["restore", "--fast", dumped])
+    check(rc == 0 and b"\x1b" not in out + err and b"\\x1b[31m\\nx" in out,
+          f"restore: {out!r} {err!r}")
 
 
 def case_stdout_and_stdin(env):
@@ -1911,7 +1941,8 @@ CASES = [case_usage_errors, case_round_trip, case_identity_and_strict, case_host
          case_dropped_readahead_windows, case_dropped_readahead_slow_disk,
          case_half_runs_settle,
          case_memo_below_evicted, case_idmapped_unowned, case_idmapped_overlay, case_budget,
-         case_nobody, case_dump_changes_no_page, case_diff_orders, case_stdout_and_stdin,
+         case_nobody, case_dump_changes_no_page, case_control_bytes_escaped, case_diff_orders,
+         case_stdout_and_stdin,
          case_atomic_dump, case_dump_output_not_regular, case_dump_interrupted,
          case_restore_interrupted, case_renamed, case_dump_into_tree, case_dump_without_proc]
 

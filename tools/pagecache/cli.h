@@ -102,6 +102,10 @@ void buf_free(struct buf *b);
  * backslash and bytes that are not valid UTF-8 as C-style escapes
  * (\n \t \\ \xHH), so one path stays on one line. */
 void text_write_path(FILE *f, const char *path, size_t len);
+/* A message (a path may be in it): control characters, bytes that are not
+ * UTF-8 and bidirectional overrides escaped as text_write_path() does;
+ * backslashes left alone. */
+void text_write_message(FILE *f, const char *msg);
 /* Length (1..4) of the valid UTF-8 sequence at s, with its code point in
  * *cp; 0 when none starts there. */
 size_t utf8_seq(const unsigned char *s, size_t avail, uint32_t *cp);

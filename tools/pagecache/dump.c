@@ -563,12 +563,16 @@ static void summary(struct dump_ctx *c, FILE *f, bool json, const char *out, int
 			(unsigned long long)c->errors);
 	if (size >= 0) {
 		human_bytes((uint64_t)size, sz, sizeof(sz));
-		fprintf(f, "snapshot:       %s, %lld bytes", out, (long long)size);
+		fputs("snapshot:       ", f);
+		text_write_path(f, out, strlen(out));
+		fprintf(f, ", %lld bytes", (long long)size);
 		if (c->runs_total)
 			fprintf(f, ", %.2f bytes per run", (double)size / (double)c->runs_total);
 		fputc('\n', f);
 	} else {
-		fprintf(f, "snapshot:       %s (size unknown: not a regular file)\n", out);
+		fputs("snapshot:       ", f);
+		text_write_path(f, out, strlen(out));
+		fputs(" (size unknown: not a regular file)\n", f);
 	}
 }
 

@@ -67,9 +67,11 @@ int utf8_valid(const char *s, size_t len)
 	return 1;
 }
 
-void text_write_path(FILE *f, const char *path, size_t len)
+/* backslash: escaped too (a path, whose escapes must read back as one) */
+static void write_escaped(FILE *f, const char *text, size_t len, bool backslash)
 {
-	const unsigned char *p = (const unsigned char *)path;
+	const unsigned char *p = (const unsigned char *)text;
+	unsigned char bs = backslash ? '\\' : 0;
 	size_t i = 0;
 
 	while (i < len) {
@@ -77,11 +79,11 @@ void text_write_path(FILE *f, const char *path, size_t len)
 		uint32_t cp;
 		size_t n;
 
-		if (c >= 0x20 && c < 0x7f && c != '\\') {
+		if (c >= 0x20 && c < 0x7f && c != bs) {
 			/* runs of plain ASCII in one call */
 			size_t j = i + 1;
 
-			while (j < len && p[j] >= 0x20 && p[j] < 0x7f && p[j] != '\\')
+			while (j < len && p[j] >= 0x20 && p[j] < 0x7f && p[j] != bs)
 				j++;
 			fwrite(p + i, 1, j - i, f);
 			i = j;
@@ -108,6 +110,16 @@ void text_write_path(FILE *f, const char *path, size_t len)
 			fprintf(f, "\\x%02x", p[i + k]);
 		i += n;
 	}
+}
+
+void text_write_path(FILE *f, const char *path, size_t len)
+{
+	write_escaped(f, path, len, true);
+}
+
+void text_write_message(FILE *f, const char *msg)
+{
+	write_escaped(f, msg, strlen(msg), false);
 }
 
 

@@ -3837,7 +3837,9 @@ static void summary_text(struct restore *c, FILE *f)
 			"after %.2f s)\n", c->final_wanted ? 100.0 * (double)c->final_resident /
 			(double)c->final_wanted : 100.0, (unsigned long long)c->final_resident,
 			(unsigned long long)c->final_wanted, c->settle);
-	fprintf(f, "paths opened:   beneath %s with %s\n", c->root, beneath_method(&c->bn));
+	fputs("paths opened:   beneath ", f);
+	text_write_path(f, c->root, strlen(c->root));
+	fprintf(f, " with %s\n", beneath_method(&c->bn));
 	fprintf(f, "order:          %s\n", c->order_why ? c->order_why : order_name(c));
 	if (c->watch_state)
 		fprintf(f, "eviction watch: off (cachestat: %s)\n", strerror(-c->watch_state));

@@ -23,7 +23,9 @@ const char *pc_cli_name = "pagecache";
 
 void cli_error(const char *path, size_t pathlen, const char *fmt, ...)
 {
+	char small[512], *msg = small;
 	va_list ap;
+	int n;
 
 	fflush(stdout);
 	fprintf(stderr, "%s: ", pc_cli_name);
@@ -31,9 +33,25 @@ void cli_error(const char *path, size_t pathlen, const char *fmt, ...)
 		text_write_path(stderr, path, pathlen);
 		fputs(": ", stderr);
 	}
+	/* the message may quote a path (a snapshot's, the root): escaped, so
+	 * that no byte of it reaches the terminal as a control */
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	n = vsnprintf(small, sizeof(small), fmt, ap);
 	va_end(ap);
+	if (n >= (int)sizeof(small)) {
+		msg = malloc((size_t)n + 1);
+		if (msg) {
+			va_start(ap, fmt);
+			vsnprintf(msg, (size_t)n + 1, fmt, ap);
+			va_end(ap);
+		} else {
+			msg = small; /* cut short */
+		}
+	}
+	if (n >= 0)
+		text_write_message(stderr, msg);
+	if (msg != small)
+		free(msg);
 	fputc('\n', stderr);
 }
 
