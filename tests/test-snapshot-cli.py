@@ -1909,11 +1909,30 @@ def case_diff_orders(env):
     check(rc == 0 and len(line) == 1 and line[0].split()[:2] == [b"+20K", b"-36K"],
           f"text: {out!r}")
     check(b"(only in OLD)" in out and b"(only in NEW)" in out, f"text: {out!r}")
-    # a corrupt NEW: one line naming it and the offset
+    # against an empty snapshot (each side's files counted as they stream:
+    # nothing can match them once the other side has ended)
+    pe = env.path("empty")
+    with open(pe, "wb") as f:
+        f.write(native_snapshot("/r", []))
+    for a, b, side in ((po, pe, "files_only_in_old"), (pe, pn, "files_only_in_new")):
+        rc, doc, err = run_json(["diff", a, b])
+        t = doc["totals"]
+        check(rc == 0 and t[side] == 5 and len(doc["files"]) == 5 and
+              (t["removed_pages"], t["added_pages"]) == ((32, 0) if a == po else (0, 28)),
+              f"against empty: {rc} {t} {err!r}")
+    # different roots: said, and in the JSON
+    with open(pe, "wb") as f:
+        f.write(native_snapshot("/elsewhere", []))
+    rc, doc, err = run_json(["diff", po, pe])
+    check(rc == 0 and b"different roots" in err and doc["new_root"] == "/elsewhere" and
+          doc["old_root"] == "/r", f"roots: {err!r}")
+    # a corrupt NEW: one line naming it and the offset, and nothing else
     with open(pn, "wb") as f:
         f.write(new[:-5])
-    rc, out, err = run(["diff", po, pn])
-    check(rc == 1 and pn.encode() in err and b"at byte" in err, f"corrupt: {rc} {err!r}")
+    for js in ([], ["--json"]):
+        rc, out, err = run(["diff"] + js + [po, pn])
+        check(rc == 1 and pn.encode() in err and b"at byte" in err and out == b"",
+              f"corrupt: {rc} {out!r} {err!r}")
 
 
 def case_usage_errors(env):

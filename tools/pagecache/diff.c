@@ -11,7 +11,11 @@
  * met on one side only is held (its path and runs) in a hash table until
  * its partner turns up on the other side; what is still held at the end
  * was only in OLD (all its pages removed) or only in NEW (all added). So
- * memory is bounded by the part of the snapshots whose order differs.
+ * memory is bounded by the part of the snapshots whose order differs; once
+ * one side has ended, a file of the other that no held entry matches is
+ * counted as it streams, not held. Both inputs are read through once
+ * first where they can be (files, not pipes), so that a corrupt one
+ * prints nothing but its error.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -26,8 +30,8 @@ struct held {
 	struct snap_file meta;
 	struct pc_run *runs;
 	size_t n;
+	uint64_t streamed;        /* pages of a file not held (runs NULL) */
 	struct held *next;
-	bool used;
 };
 
 struct table {
@@ -43,6 +47,7 @@ struct runs_it {
 };
 
 struct diff {
+	enum snap_format fmt;
 	bool json;
 	struct json j;
 	struct table old_only, new_only;
@@ -59,6 +64,9 @@ static const char diff_usage[] =
 	"what it pushed out. Snapshots of either format; files match by path.\n"
 	"Only files that differ are listed.\n"
 	"\n"
+	"      --format F          of the snapshot read from standard input ('-'):\n"
+	"                          native (default) or happycache; a named file's\n"
+	"                          format is detected (gzip's magic: happycache)\n"
 	"      --json              one JSON document (format_version 1, fields in\n"
 	"                          pagecache(1))\n"
 	"  -h, --help              show this help\n"
@@ -67,6 +75,7 @@ static const char diff_usage[] =
 
 static const struct option diff_options[] = {
 	{ "json", no_argument, NULL, 'j' },
+	{ "format", required_argument, NULL, 'f' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -315,7 +324,7 @@ static int compare(struct diff *d, const char *path, const struct snap_file *of,
 
 static void one_side(struct diff *d, struct held *h, bool old)
 {
-	uint64_t pages = 0;
+	uint64_t pages = h->streamed;
 	bool unknown = h->meta.quality == PC_QUALITY_UNKNOWN;
 
 	for (size_t i = 0; i < h->n; i++)
@@ -335,12 +344,27 @@ static void one_side(struct diff *d, struct held *h, bool old)
 }
 
 /* The file f just read from side src: compare it with its held partner
- * from the other side, or hold it. */
-static int unmatched(struct diff *d, struct snapsrc *src, const struct snap_file *f, bool old)
+ * from the other side, or hold it; once the other side has ended
+ * (other_done), nothing can match it later: counted as it streams. */
+static int unmatched(struct diff *d, struct snapsrc *src, const struct snap_file *f, bool old,
+		     bool other_done)
 {
 	struct held *partner = table_take(old ? &d->new_only : &d->old_only, f->path);
 	struct held *h;
 	int ret;
+
+	if (!partner && other_done) {
+		struct held one = { .path = (char *)f->path, .meta = *f };
+		struct pc_run run;
+
+		one.meta.path = f->path;
+		while ((ret = snapsrc_next_run(src, &run)) > 0)
+			one.streamed += run.npages;
+		if (ret < 0)
+			return ret;
+		one_side(d, &one, old);
+		return 0;
+	}
 
 	if (partner) {
 		struct runs_it stream = { .src = src };
@@ -369,7 +393,7 @@ static void drain(struct diff *d, struct table *t, bool old)
 
 int cmd_diff(int argc, char **argv)
 {
-	struct diff d = { 0 };
+	struct diff d = { .fmt = SNAP_AUTO };
 	struct snapsrc *so = NULL, *sn = NULL;
 	const struct snap_file *of = NULL, *nf = NULL;
 	int opt, ret = 0, ro, rn;
@@ -384,6 +408,13 @@ int cmd_diff(int argc, char **argv)
 			return PC_EXIT_OK;
 		case 'j':
 			d.json = true;
+			break;
+		case 'f':
+			if (snap_parse_format(optarg, true, &d.fmt) < 0) {
+				fprintf(stderr, "%s diff: --format wants auto, native or happycache, "
+					"not '%s'\nTry 'pagecache diff --help'.\n", pc_cli_name, optarg);
+				return PC_EXIT_USAGE;
+			}
 			break;
 		default:
 			fprintf(stderr, "%s diff: unknown option '%s'\nTry 'pagecache diff --help'.\n",
@@ -401,10 +432,33 @@ int cmd_diff(int argc, char **argv)
 			pc_cli_name);
 		return PC_EXIT_USAGE;
 	}
-	if (snapsrc_open(argv[optind], SNAP_AUTO, &so) < 0 ||
-	    snapsrc_open(argv[optind + 1], SNAP_AUTO, &sn) < 0) {
+	if (snapsrc_open(argv[optind], strcmp(argv[optind], "-") ? SNAP_AUTO : d.fmt, &so) < 0 ||
+	    snapsrc_open(argv[optind + 1], strcmp(argv[optind + 1], "-") ? SNAP_AUTO : d.fmt,
+			 &sn) < 0) {
 		ret = PC_EXIT_FAILED;
 		goto out;
+	}
+	/* a corrupt snapshot prints nothing but its error (from a pipe: what
+	 * came before the damage may have been printed) */
+	ret = snapsrc_validate(so);
+	if (ret >= 0)
+		ret = snapsrc_validate(sn);
+	if (ret < 0) {
+		snapsrc_report(snapsrc_failed(so) ? so : sn, ret);
+		ret = PC_EXIT_FAILED;
+		goto out;
+	}
+	ret = 0;
+	if (*snapsrc_root(so) && *snapsrc_root(sn) &&
+	    strcmp(snapsrc_root(so), snapsrc_root(sn)) != 0) {
+		/* files match by their paths relative to each root (a
+		 * happycache file records none) */
+		fflush(stdout);
+		fprintf(stderr, "%s: note: the snapshots record different roots (", pc_cli_name);
+		text_write_path(stderr, snapsrc_root(so), strlen(snapsrc_root(so)));
+		fputs(" and ", stderr);
+		text_write_path(stderr, snapsrc_root(sn), strlen(snapsrc_root(sn)));
+		fputs("): files are matched by their paths beneath each\n", stderr);
 	}
 	if (d.json) {
 		json_init(&d.j, stdout, true);
@@ -412,6 +466,8 @@ int cmd_diff(int argc, char **argv)
 		json_uint(&d.j, "format_version", 1);
 		json_cstring(&d.j, "old", argv[optind]);
 		json_cstring(&d.j, "new", argv[optind + 1]);
+		json_cstring(&d.j, "old_root", snapsrc_root(so));
+		json_cstring(&d.j, "new_root", snapsrc_root(sn));
 		json_uint(&d.j, "page_size", d.ps);
 		json_begin_array(&d.j, "files");
 	} else {
@@ -431,13 +487,13 @@ int cmd_diff(int argc, char **argv)
 			continue;
 		}
 		if (ro > 0) {
-			ret = unmatched(&d, so, of, true);
+			ret = unmatched(&d, so, of, true, rn == 0);
 			if (ret < 0)
 				break;
 			ro = snapsrc_next_file(so, &of);
 		}
 		if (rn > 0) {
-			ret = unmatched(&d, sn, nf, false);
+			ret = unmatched(&d, sn, nf, false, ro == 0);
 			if (ret < 0)
 				break;
 			rn = snapsrc_next_file(sn, &nf);
