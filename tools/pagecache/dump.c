@@ -188,6 +188,141 @@ static int each_run(struct dump_ctx *c, const struct pc_residency *r, uint64_t *
 	return ret;
 }
 
+/* A mixed file larger than this is measured a window at a time: one
+ * bitmap of a 1000 TiB sparse file would take 34 GB (it gave "out of
+ * memory" and ended the dump); 2^27 pages is 16 MiB of bitmap. */
+#define SCAN_WINDOW_PAGES (UINT64_C(1) << 27)
+
+struct scan {
+	struct pc_run *runs;
+	size_t n, cap;
+	uint64_t resident;
+	int quality;               /* UNKNOWN as soon as one window is */
+	bool perturbed;
+};
+
+static int scan_add(struct scan *s, struct pc_run run)
+{
+	if (s->n && s->runs[s->n - 1].page + s->runs[s->n - 1].npages == run.page) {
+		s->runs[s->n - 1].npages += run.npages; /* across a window's edge */
+		return 0;
+	}
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 64;
+		struct pc_run *r = realloc(s->runs, cap * sizeof(*r));
+
+		if (!r)
+			return -ENOMEM;
+		s->runs = r;
+		s->cap = cap;
+	}
+	s->runs[s->n++] = run;
+	return 0;
+}
+
+/* The file's npages pages, SCAN_WINDOW_PAGES at a time, counts first as
+ * on_file() does for a whole file: the runs in s. */
+static int scan_windows(struct dump_ctx *c, int fd, const struct pc_file_facts *facts,
+			uint64_t npages, struct scan *s)
+{
+	uint64_t ps = (uint64_t)pc_page_size();
+	bool perturb = c->res_flags & PC_RES_ALLOW_PERTURB;
+
+	s->quality = PC_QUALITY_EXACT;
+	for (uint64_t first = 0; first < npages && s->quality != PC_QUALITY_UNKNOWN;
+	     first += SCAN_WINDOW_PAGES) {
+		uint64_t n = npages - first < SCAN_WINDOW_PAGES ? npages - first : SCAN_WINDOW_PAGES;
+		struct pc_residency *r = NULL;
+		struct pc_run run;
+		uint64_t p;
+		int ret;
+
+		ret = pc_residency_facts(fd, facts, first * ps, n * ps, c->res_flags |
+					 (perturb ? 0 : PC_RES_COUNT_ONLY), &r);
+		if (ret == 0 && !perturb && pc_residency_quality(r) != PC_QUALITY_UNKNOWN &&
+		    pc_residency_resident(r) != 0 && pc_residency_resident(r) != pc_residency_npages(r)) {
+			pc_residency_free(r);
+			r = NULL;
+			ret = pc_residency_facts(fd, facts, first * ps, n * ps, c->res_flags, &r);
+		}
+		if (ret < 0)
+			return ret;
+		s->perturbed |= pc_residency_perturbed(r) > 0;
+		if (pc_residency_quality(r) == PC_QUALITY_UNKNOWN) {
+			s->quality = PC_QUALITY_UNKNOWN;
+			s->n = 0;
+			s->resident = 0;
+			pc_residency_free(r);
+			break;
+		}
+		s->resident += pc_residency_resident(r);
+		p = pc_residency_first_page(r);
+		if (pc_residency_resident(r) && pc_residency_resident(r) == pc_residency_npages(r) &&
+		    pc_residency_next_run(r, p, &run) == -ENODATA) {
+			ret = scan_add(s, (struct pc_run){ p, pc_residency_npages(r) });
+		} else {
+			while (ret == 0 && pc_residency_next_run(r, p, &run) > 0) {
+				ret = scan_add(s, run);
+				p = run.page + run.npages;
+			}
+		}
+		pc_residency_free(r);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+/* A file of more than SCAN_WINDOW_PAGES: scanned in windows, written from
+ * the runs collected (as many as its resident pages allow at most). */
+static int on_large_file(struct dump_ctx *c, int fd, const struct pc_file_facts *facts,
+			 struct pc_snapshot_file *meta, uint64_t npages, const char *path,
+			 size_t len)
+{
+	struct scan s = { 0 };
+	int ret = scan_windows(c, fd, facts, npages, &s);
+
+	if (ret < 0)
+		goto out;
+	if (s.quality == PC_QUALITY_UNKNOWN) {
+		c->unknown++;
+		warn_file(c, path, len, "the kernel hides this file's residency: %s",
+			  c->fmt == SNAP_HAPPYCACHE ? "left out (happycache cannot say unknown)"
+			  : "recorded as unknown (--allow-perturb probes it)");
+	}
+	if (s.perturbed)
+		c->perturbed++;
+	meta->quality = s.quality;
+	if (c->fmt == SNAP_HAPPYCACHE && s.quality == PC_QUALITY_UNKNOWN) {
+		c->not_written++;
+		goto out;
+	}
+	ret = c->fmt == SNAP_HAPPYCACHE ? hc_write_runs(c->hw, c->rel.data, s.runs, s.n)
+		: pc_snapshot_write_runs(c->sw, c->rel.data, meta, s.runs, s.n);
+	if (ret == -EINVAL || ret == -ENAMETOOLONG) {
+		c->not_written++;
+		warn_file(c, path, len, "left out: %s", ret == -ENAMETOOLONG ?
+			  "path too long for a snapshot" : c->fmt == SNAP_HAPPYCACHE ?
+			  "happycache's format cannot hold a newline in a path" :
+			  "a path the snapshot cannot hold");
+		ret = 0;
+		goto out;
+	}
+	if (ret < 0) {
+		c->err = ret; /* a write error: the snapshot is lost */
+		ret = 0;
+		goto out;
+	}
+	c->files++;
+	c->pages += npages;
+	c->resident += s.resident;
+	c->runs_total += s.n;
+out:
+	free(s.runs);
+	progress_tick(c);
+	return ret;
+}
+
 static int on_file(void *ctx, int fd, const struct stat *st, uint64_t mnt_id,
 		   const char *path, size_t len)
 {
@@ -201,7 +336,7 @@ static int on_file(void *ctx, int fd, const struct stat *st, uint64_t mnt_id,
 		.mnt_id = mnt_id,
 	};
 	struct pc_residency *r = NULL;
-	uint64_t nruns = 0;
+	uint64_t nruns = 0, npages, ps = (uint64_t)pc_page_size();
 	int ret;
 
 	if (got_signal && !c->err)
@@ -234,6 +369,13 @@ static int on_file(void *ctx, int fd, const struct stat *st, uint64_t mnt_id,
 	 * usual way (and that answer is kept when it has no runs to lose).
 	 * Not with --allow-perturb: a second probe would see the pages the
 	 * first one cached. */
+	meta.file_size = (uint64_t)st->st_size;
+	meta.mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+	meta.dev = (uint64_t)st->st_dev;
+	meta.ino = (uint64_t)st->st_ino;
+	npages = facts.file_size / ps + (facts.file_size % ps != 0);
+	if (npages > SCAN_WINDOW_PAGES)
+		return on_large_file(c, fd, &facts, &meta, npages, path, len);
 	ret = pc_residency_facts(fd, &facts, 0, 0, c->res_flags |
 				 (c->res_flags & PC_RES_ALLOW_PERTURB ? 0 : PC_RES_COUNT_ONLY), &r);
 	if (ret == 0 && !(c->res_flags & PC_RES_ALLOW_PERTURB) &&
@@ -245,10 +387,6 @@ static int on_file(void *ctx, int fd, const struct stat *st, uint64_t mnt_id,
 	}
 	if (ret < 0)
 		return ret;
-	meta.file_size = (uint64_t)st->st_size;
-	meta.mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
-	meta.dev = (uint64_t)st->st_dev;
-	meta.ino = (uint64_t)st->st_ino;
 	if (pc_residency_quality(r) == PC_QUALITY_UNKNOWN) {
 		c->unknown++;
 		warn_file(c, path, len, "the kernel hides this file's residency: %s",
