@@ -223,13 +223,20 @@ PC_EXPORT int pc_snapshot_writer_new(int fd, const struct pc_snapshot_info *info
 	return 0;
 }
 
-/* ".NAME.XXXXXX" with random letters, in the target's directory. */
+/* ".NAME.XXXXXX" with random letters, in the target's directory (for a
+ * NAME too long for that, ".pagecache-snapshot.XXXXXX"). */
 static char *tmp_name(const char *name)
 {
 	static const char letters[] = "abcdefghijklmnopqrstuvwxyz0123456789";
 	uint8_t rnd[6];
 	size_t n = strlen(name);
-	char *s = malloc(n + 9);
+	char *s;
+
+	if (n > NAME_MAX - 8) {
+		name = "pagecache-snapshot";
+		n = strlen(name);
+	}
+	s = malloc(n + 9);
 
 	if (!s)
 		return NULL;
@@ -313,7 +320,7 @@ PC_EXPORT int pc_snapshot_writer_new_at(int dirfd, const char *path, mode_t mode
 	base = slash ? slash + 1 : path;
 	if (!*base || !strcmp(base, ".") || !strcmp(base, ".."))
 		return -EINVAL;
-	if (strlen(base) > NAME_MAX - 8)
+	if (strlen(base) > NAME_MAX)
 		return -ENAMETOOLONG;
 	ret = writer_alloc(info, &copy, &w);
 	if (ret < 0)

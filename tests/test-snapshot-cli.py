@@ -1580,6 +1580,12 @@ def case_atomic_dump(env):
             check(rc == 1 and b"no snapshot written" in err and f.read() == good,
                   f"{bad}: exit {rc} {err!r}")
     check(sorted(os.listdir(out)) == ["snap", "snap.gz"], f"left: {os.listdir(out)}")
+    # a name of 255 bytes: its temporary file takes another name
+    for fmt in ("native", "happycache"):
+        long = os.path.join(out, "s" * 255)
+        rc, _, err = run(["dump", "-q", "--format", fmt, "-o", long, t])
+        check(rc == 0 and os.path.isfile(long), f"{fmt}: a 255-byte name: {rc} {err!r}")
+        os.unlink(long)
 
 
 def current_umask():

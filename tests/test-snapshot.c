@@ -1059,6 +1059,24 @@ START_TEST(atomic_writer_replaces_only_when_finished)
 	ck_assert_int_eq(pc_snapshot_writer_new_at(dfd, "..", 0644, &info, &w), -EINVAL);
 	ck_assert_int_eq(pc_snapshot_writer_new_at(dfd, "missing/snap", 0644, &info, &w),
 			 -ENOENT);
+	/* a name of NAME_MAX bytes (its temporary file takes another name);
+	 * one more is too long */
+	{
+		char longname[NAME_MAX + 2];
+
+		memset(longname, 's', NAME_MAX);
+		longname[NAME_MAX] = '\0';
+		ck_assert_int_eq(pc_snapshot_writer_new_at(dfd, longname, 0644, &info, &w), 0);
+		ck_assert_int_eq(pc_snapshot_write_runs(w, "f", &m, small_runs, 2), 0);
+		ck_assert_int_eq(pc_snapshot_writer_finish(w), 0);
+		pc_snapshot_writer_free(w);
+		ck_assert_int_eq(fstatat(dfd, longname, &st, 0), 0);
+		ck_assert_int_eq(unlinkat(dfd, longname, 0), 0);
+		longname[NAME_MAX] = 's';
+		longname[NAME_MAX + 1] = '\0';
+		ck_assert_int_eq(pc_snapshot_writer_new_at(dfd, longname, 0644, &info, &w),
+				 -ENAMETOOLONG);
+	}
 	close(dfd);
 	remove_tmpdir(dir);
 }

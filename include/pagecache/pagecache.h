@@ -491,7 +491,8 @@ int pc_snapshot_writer_new(int fd, const struct pc_snapshot_info *info,
  * pc_snapshot_writer_new_at() - an atomic writer for @path (relative to
  * @dirfd, or absolute): it writes an unnamed temporary file in @path's
  * directory (O_TMPFILE, or a hidden ".name.XXXXXX" file where O_TMPFILE is
- * not supported or /proc is not mounted) created with @mode (umask applies);
+ * not supported or /proc is not mounted; ".pagecache-snapshot.XXXXXX" for
+ * a name too long for that) created with @mode (umask applies);
  * pc_snapshot_writer_finish() fsyncs it and renames it over @path, then
  * fsyncs the directory. A writer that fails or is freed unfinished leaves
  * no file behind and @path as it was, except when only that last fsync of

@@ -518,7 +518,9 @@ static int out_name(struct out_file *o)
 
 	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
 		r = (uint32_t)getpid() ^ (uint32_t)clock();
-	if (asprintf(&o->tmp, ".%s.%08" PRIx32, o->base, r) < 0) {
+	/* a name too long for that (NAME_MAX - 10 bytes or more): another */
+	if (asprintf(&o->tmp, ".%s.%08" PRIx32, strlen(o->base) <= NAME_MAX - 10 ? o->base :
+		     "pagecache-snapshot", r) < 0) {
 		o->tmp = NULL;
 		return -ENOMEM;
 	}
@@ -550,11 +552,6 @@ static int out_open(struct out_file *o, const char *path)
 	if (!*o->base || !strcmp(o->base, ".") || !strcmp(o->base, "..")) {
 		free(dir);
 		return -EINVAL;
-	}
-	/* room for the hidden name: a dot, the name, a dot, 8 letters */
-	if (strlen(o->base) > NAME_MAX - 10) {
-		free(dir);
-		return -ENAMETOOLONG;
 	}
 	o->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	free(dir);
