@@ -217,6 +217,12 @@ static int hold(struct snapsrc *src, const struct snap_file *f, struct held **ou
 	return 0;
 }
 
+/* Bytes of pages pages, saturated (a snapshot may claim 2^60 pages). */
+static uint64_t bytes_of(const struct diff *d, uint64_t pages)
+{
+	return pages > UINT64_MAX / d->ps ? UINT64_MAX : pages * d->ps;
+}
+
 static void emit(struct diff *d, const char *path, const char *status, uint64_t added,
 		 uint64_t removed, uint64_t common, bool unknown, bool changed)
 {
@@ -243,8 +249,8 @@ static void emit(struct diff *d, const char *path, const char *status, uint64_t 
 	} else {
 		char a[32], r[32], as[34], rs[34];
 
-		human_bytes(added * d->ps, a, sizeof(a));
-		human_bytes(removed * d->ps, r, sizeof(r));
+		human_bytes(bytes_of(d, added), a, sizeof(a));
+		human_bytes(bytes_of(d, removed), r, sizeof(r));
 		snprintf(as, sizeof(as), "+%s", a);
 		snprintf(rs, sizeof(rs), "-%s", r);
 		printf("%8s %8s  ", as, rs);
@@ -529,9 +535,9 @@ int cmd_diff(int argc, char **argv)
 	} else {
 		char a[32], r[32], c[32];
 
-		human_bytes(d.added * d.ps, a, sizeof(a));
-		human_bytes(d.removed * d.ps, r, sizeof(r));
-		human_bytes(d.common * d.ps, c, sizeof(c));
+		human_bytes(bytes_of(&d, d.added), a, sizeof(a));
+		human_bytes(bytes_of(&d, d.removed), r, sizeof(r));
+		human_bytes(bytes_of(&d, d.common), c, sizeof(c));
 		printf("total: +%s (%llu pages) -%s (%llu pages), %s in both; files: %llu in "
 		       "both, %llu only in OLD, %llu only in NEW, %llu changed, %llu unknown\n",
 		       a, (unsigned long long)d.added, r, (unsigned long long)d.removed, c,

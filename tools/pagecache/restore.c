@@ -76,7 +76,7 @@ static const char *const skip_names[SKIP_COUNT] = {
 };
 
 static const char *const skip_text[SKIP_COUNT] = {
-	"recorded unknown at capture", "missing", "refused (outside the root)",
+	"recorded unknown at capture", "missing", "refused (unsafe paths, outside the root)",
 	"not a regular file", "changed (--strict)", "not reached", "errors",
 };
 
@@ -821,6 +821,7 @@ static void open_failed(struct restore *c, const char *rel, int fd, const struct
 		c->skipped[SKIP_REFUSED]++;
 		note(c, rel, "refused: %s", fd == -EXDEV ? "it resolves outside the root"
 		     : fd == -ELOOP ? "a symlink (leaving the root, or met in a component walk)"
+		     : fd == -ENAMETOOLONG ? "a name too long (a component of more than NAME_MAX bytes)"
 		     : "an unsafe path (absolute, or with '..')");
 		break;
 	case -EBADFD:
