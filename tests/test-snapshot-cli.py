@@ -1515,6 +1515,26 @@ def case_dump_huge_sparse(env):
         subprocess.run(["umount", t])
 
 
+def case_dump_follow(env):
+    """dump -L leaves out a file reached through a symlink that leaves the
+    root (restore, which opens beneath the root only, would refuse it) and
+    records one reached through a symlink within it, once."""
+    need_root()
+    r, outside = env.path("r"), env.path("outside")
+    os.mkdir(r)
+    os.mkdir(outside)
+    make_file(os.path.join(r, "a"), 2)
+    make_file(os.path.join(outside, "o"), 2)
+    os.symlink("../outside/o", os.path.join(r, "out"))
+    os.symlink("a", os.path.join(r, "in"))
+    snap = env.path("snap")
+    rc, doc, err = run_json(["dump", "-L", "-o", snap, r])
+    check(rc == 0 and doc["files"] == 1 and doc["not_written"] == 1 and
+          b"leaves the root" in err and b"already counted" in err, f"{rc} {doc} {err!r}")
+    rc, doc, err = run_json(["restore", "-q", "--fast", snap])
+    check(rc == 0 and doc["files"] == 1 and doc["skipped"]["refused"] == 0, f"{rc} {doc} {err!r}")
+
+
 def case_stdout_and_stdin(env):
     need_root()
     t = env.path("t")
@@ -2004,7 +2024,7 @@ CASES = [case_usage_errors, case_round_trip, case_identity_and_strict, case_host
          case_half_runs_settle,
          case_memo_below_evicted, case_idmapped_unowned, case_idmapped_overlay, case_budget,
          case_nobody, case_dump_changes_no_page, case_control_bytes_escaped,
-         case_dump_huge_sparse, case_diff_orders,
+         case_dump_huge_sparse, case_dump_follow, case_diff_orders,
          case_stdout_and_stdin,
          case_atomic_dump, case_dump_output_not_regular, case_dump_interrupted,
          case_restore_interrupted, case_renamed, case_dump_into_tree, case_dump_without_proc]

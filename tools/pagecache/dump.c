@@ -36,6 +36,8 @@ struct dump_ctx {
 	enum snap_format fmt;
 	unsigned int res_flags;
 	bool quiet;
+	bool follow;               /* -L: a path may leave the root through a symlink */
+	struct beneath bn;         /* with -L: restore's way of opening, to check */
 	uint64_t max_size;
 	struct pc_snapshot_writer *sw;
 	struct hc_writer *hw;
@@ -362,6 +364,21 @@ static int on_file(void *ctx, int fd, const struct stat *st, uint64_t mnt_id,
 	}
 	if (len < c->arglen || relative_path(c, path, len) < 0)
 		return -ENOMEM;
+	if (c->follow) {
+		/* restore opens beneath the root only: a file reached through a
+		 * symlink that leaves it would be refused there */
+		struct stat bst;
+		int bfd = beneath_open(&c->bn, c->rel.data, &bst);
+
+		if (bfd >= 0) {
+			close(bfd);
+		} else if (bfd == -EXDEV || bfd == -ELOOP) {
+			c->not_written++;
+			warn_file(c, path, len, "left out: reached through a symlink that leaves "
+				  "the root (restore would refuse it)");
+			return 0;
+		}
+	}
 	/* counts first: a file with none or all of its pages resident (most
 	 * of a data directory's files) needs no bitmap, and cachestat gives
 	 * that without mmap and mincore; a mixed file is scanned again with
@@ -713,7 +730,7 @@ static void summary(struct dump_ctx *c, FILE *f, bool json, const char *out, int
 
 int cmd_dump(int argc, char **argv)
 {
-	struct dump_ctx c = { 0 };
+	struct dump_ctx c = { .bn = { .rootfd = -1, .procfd = -1 } };
 	struct selection sel;
 	struct pc_snapshot_info info = { .size = sizeof(info) };
 	struct out_file ho = { .fd = -1, .dirfd = -1 };
@@ -821,6 +838,15 @@ int cmd_dump(int argc, char **argv)
 		cli_error(root, strlen(root), "the root: %s", strerror(errno));
 		ret = PC_EXIT_FAILED;
 		goto out;
+	}
+	if (sel.wo.follow) {
+		c.follow = true;
+		ret = beneath_init(&c.bn, root);
+		if (ret < 0) {
+			cli_error(root, strlen(root), "the root: %s", strerror(-ret));
+			ret = PC_EXIT_FAILED;
+			goto out;
+		}
 	}
 	/* every PATH exists and lies beneath the root, or nothing is written
 	 * (a typo must not replace a good snapshot with an empty one) */
@@ -976,6 +1002,7 @@ out:
 	hc_writer_free(c.hw);
 	out_free(&ho);
 	walk_free(w);
+	beneath_close(&c.bn);
 	if (rootfd >= 0)
 		close(rootfd);
 	free(root);

@@ -296,7 +296,9 @@ int walk_check(struct walk *w, const struct walk_ops *ops, void *ctx, const stru
 	else
 		ret = inode_set_has(&w->seen, st->st_dev, st->st_ino) ? 0 : 1;
 	if (ret == 0 && !f->from_fd)
-		ops->note(ctx, f->path, f->pathlen, "skipped: a hard link to a file already counted");
+		ops->note(ctx, f->path, f->pathlen, w->opts.follow ?
+			  "skipped: a file already counted (a hard link, or a symlink followed to it)" :
+			  "skipped: a hard link to a file already counted");
 	if (ret != 1) {
 		drop(ops, ctx, f);
 		return ret == -ENOMEM ? ret : 0;
