@@ -909,7 +909,7 @@ def dropped_restore(env, name, npages, drop_from=None, others=None, evict_below=
     if evict_below:
         env_["PC_SHIM_EVICT_BELOW"] = "1"
         env_["PC_SHIM_DEFER"] = "1"
-    # the shim drops a readahead(2) call: the default would stream this run
+    # the shim drops a readahead(2) call (which the stream would not make)
     rc, doc, err = run_json(["restore", "--fast", "-q", "--strategy", "readahead", snap],
                             env=env_)
     check(rc == 0, f"restore: exit {rc}: {err!r}")
@@ -1502,13 +1502,16 @@ def case_dump_huge_sparse(env):
             fh.write(b"y" * 3 * PS)
             fh.seek(((1 << 27) - 1) * PS)  # one run across the first window's edge
             fh.write(b"z" * 2 * PS)
-        for fmt in ("native", "happycache"):
+        # --allow-perturb takes the windows from the last (runs sorted after)
+        for fmt, extra in (("native", []), ("happycache", []), ("perturb", ["--allow-perturb"])):
             snap = env.path(f"huge.{fmt}")
-            rc, doc, err = run_json(["dump", "-q", "--format", fmt, "-o", snap, t])
+            rc, doc, err = run_json(["dump", "-q", "--format",
+                                     "happycache" if fmt == "happycache" else "native",
+                                     "-o", snap] + extra + [t])
             check(rc == 0 and doc["files"] == 1 and doc["resident_pages"] == 6 and
                   doc["runs"] == 3, f"{fmt}: {rc} {doc} {err!r}")
             rc, doc, err = run_json(["diff", snap, snap] if fmt == "native" else
-                                    ["diff", snap, env.path("huge.native")])
+                                    ["diff", env.path("huge.native"), snap])
             check(rc == 0 and doc["totals"]["common_pages"] == 6 and
                   doc["totals"]["added_pages"] == 0, f"{fmt}: diff {doc} {err!r}")
     finally:
@@ -1983,6 +1986,15 @@ def case_diff_orders(env):
         check(rc == 0 and t[side] == 5 and len(doc["files"]) == 5 and
               (t["removed_pages"], t["added_pages"]) == ((32, 0) if a == po else (0, 28)),
               f"against empty: {rc} {t} {err!r}")
+    # a happycache file from a pipe: --format says so (a regular file's is
+    # detected); pages 5 and 6 of a, which OLD has with 13 more
+    hc = gzip.compress(b"./a\n5\n1\n")
+    rc, doc, err = run_json(["diff", "--format", "happycache", po, "-"], input_bytes=hc)
+    files = {f["path"]: f for f in doc["files"]}
+    check(rc == 0 and files["a"]["common_pages"] == 2 and files["a"]["removed_pages"] == 13,
+          f"happycache from a pipe: {rc} {doc} {err!r}")
+    rc, _, err = run(["diff", po, "-"], input_bytes=hc)
+    check(rc == 1 and b"--format=happycache" in err, f"without --format: {rc} {err!r}")
     # different roots: said, and in the JSON
     with open(pe, "wb") as f:
         f.write(native_snapshot("/elsewhere", []))

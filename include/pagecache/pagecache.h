@@ -680,7 +680,8 @@ struct pc_warm_stats {
 	int quality;              /* enum pc_quality of the residency check; UNKNOWN:
 				     the kernel hides it, every page was read */
 	uint64_t pages_streamed;  /* of pages_read, those PC_WARM_STREAM left to the
-				     kernel's readahead */	uint64_t bytes_done;      /* bytes read or queued: the return value, and how
+				     kernel's readahead */
+	uint64_t bytes_done;      /* bytes read or queued: the return value, and how
 				     far it got when that is -errno */
 };
 

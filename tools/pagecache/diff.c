@@ -22,6 +22,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "snapcli.h"
 
@@ -64,9 +66,9 @@ static const char diff_usage[] =
 	"what it pushed out. Snapshots of either format; files match by path.\n"
 	"Only files that differ are listed.\n"
 	"\n"
-	"      --format F          of the snapshot read from standard input ('-'):\n"
-	"                          native (default) or happycache; a named file's\n"
-	"                          format is detected (gzip's magic: happycache)\n"
+	"      --format F          of a snapshot read from a pipe ('-', a FIFO):\n"
+	"                          auto or native (default) or happycache; a regular\n"
+	"                          file's format is detected (gzip's magic: happycache)\n"
 	"      --json              one JSON document (format_version 1, fields in\n"
 	"                          pagecache(1))\n"
 	"  -h, --help              show this help\n"
@@ -397,6 +399,16 @@ static void drain(struct diff *d, struct table *t, bool old)
 			one_side(d, e, old);
 }
 
+/* --format is for a snapshot that cannot be looked at before it is read
+ * (standard input, a FIFO, <(zcat ...)); a regular file's is detected. */
+static enum snap_format format_for(const char *name, enum snap_format fmt)
+{
+	struct stat st;
+	int ret = strcmp(name, "-") == 0 ? fstat(STDIN_FILENO, &st) : stat(name, &st);
+
+	return ret == 0 && S_ISREG(st.st_mode) ? SNAP_AUTO : fmt;
+}
+
 int cmd_diff(int argc, char **argv)
 {
 	struct diff d = { .fmt = SNAP_AUTO };
@@ -438,9 +450,8 @@ int cmd_diff(int argc, char **argv)
 			pc_cli_name);
 		return PC_EXIT_USAGE;
 	}
-	if (snapsrc_open(argv[optind], strcmp(argv[optind], "-") ? SNAP_AUTO : d.fmt, &so) < 0 ||
-	    snapsrc_open(argv[optind + 1], strcmp(argv[optind + 1], "-") ? SNAP_AUTO : d.fmt,
-			 &sn) < 0) {
+	if (snapsrc_open(argv[optind], format_for(argv[optind], d.fmt), &so) < 0 ||
+	    snapsrc_open(argv[optind + 1], format_for(argv[optind + 1], d.fmt), &sn) < 0) {
 		ret = PC_EXIT_FAILED;
 		goto out;
 	}

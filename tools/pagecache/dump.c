@@ -3,7 +3,8 @@
  * pagecache dump: record which pages of which files sit in the page cache,
  * as a snapshot (doc/snapshot-format.md) or in happycache's format. Walks
  * like `pagecache stat` (walk.c), in readdir order, and writes each file as
- * it is measured: memory holds one file's residency at a time.
+ * it is measured: memory holds one file's residency at a time (for a file
+ * of more than 2^27 pages, its runs: SCAN_WINDOW_PAGES).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -190,9 +191,13 @@ static int each_run(struct dump_ctx *c, const struct pc_residency *r, uint64_t *
 	return ret;
 }
 
-/* A mixed file larger than this is measured a window at a time: one
- * bitmap of a 1000 TiB sparse file would take 34 GB (it gave "out of
- * memory" and ended the dump); 2^27 pages is 16 MiB of bitmap. */
+/* A file larger than this is measured a window at a time: one bitmap of a
+ * 1000 TiB sparse file would take 34 GB (it gave "out of memory" and
+ * ended the dump); 2^27 pages is 16 MiB of bitmap. Its runs are collected
+ * for the writer, which needs their count first: 16 bytes a run (twice
+ * that while the array grows), at most a run per resident page, so at
+ * most 1/128 of the memory the file's cached pages take (against 1/32768
+ * of the file's size for a bitmap). */
 #define SCAN_WINDOW_PAGES (UINT64_C(1) << 27)
 
 struct scan {
@@ -222,22 +227,37 @@ static int scan_add(struct scan *s, struct pc_run run)
 	return 0;
 }
 
+static int run_cmp(const void *a, const void *b)
+{
+	const struct pc_run *x = a, *y = b;
+
+	return x->page < y->page ? -1 : x->page > y->page;
+}
+
 /* The file's npages pages, SCAN_WINDOW_PAGES at a time, counts first as
- * on_file() does for a whole file: the runs in s. */
+ * on_file() does for a whole file: the runs in s. With --allow-perturb
+ * the windows go from the last to the first, as the library's probe goes
+ * through a file (a miss reads ahead: a window after it would see those
+ * pages); the runs are sorted at the end. -EINTR on a signal. */
 static int scan_windows(struct dump_ctx *c, int fd, const struct pc_file_facts *facts,
 			uint64_t npages, struct scan *s)
 {
 	uint64_t ps = (uint64_t)pc_page_size();
 	bool perturb = c->res_flags & PC_RES_ALLOW_PERTURB;
+	uint64_t nwin = npages / SCAN_WINDOW_PAGES + (npages % SCAN_WINDOW_PAGES != 0);
 
 	s->quality = PC_QUALITY_EXACT;
-	for (uint64_t first = 0; first < npages && s->quality != PC_QUALITY_UNKNOWN;
-	     first += SCAN_WINDOW_PAGES) {
+	for (uint64_t k = 0; k < nwin && s->quality != PC_QUALITY_UNKNOWN; k++) {
+		uint64_t first = (perturb ? nwin - 1 - k : k) * SCAN_WINDOW_PAGES;
 		uint64_t n = npages - first < SCAN_WINDOW_PAGES ? npages - first : SCAN_WINDOW_PAGES;
 		struct pc_residency *r = NULL;
 		struct pc_run run;
 		uint64_t p;
 		int ret;
+
+		if (got_signal)
+			return -EINTR;
+		progress_tick(c);
 
 		ret = pc_residency_facts(fd, facts, first * ps, n * ps, c->res_flags |
 					 (perturb ? 0 : PC_RES_COUNT_ONLY), &r);
@@ -272,6 +292,18 @@ static int scan_windows(struct dump_ctx *c, int fd, const struct pc_file_facts *
 		if (ret < 0)
 			return ret;
 	}
+	if (perturb && s->n > 1) {
+		size_t m = 0;
+
+		qsort(s->runs, s->n, sizeof(s->runs[0]), run_cmp);
+		for (size_t i = 1; i < s->n; i++) {
+			if (s->runs[m].page + s->runs[m].npages == s->runs[i].page)
+				s->runs[m].npages += s->runs[i].npages;
+			else
+				s->runs[++m] = s->runs[i];
+		}
+		s->n = m + 1;
+	}
 	return 0;
 }
 
@@ -284,6 +316,20 @@ static int on_large_file(struct dump_ctx *c, int fd, const struct pc_file_facts 
 	struct scan s = { 0 };
 	int ret = scan_windows(c, fd, facts, npages, &s);
 
+	if (ret == -EINTR) {
+		if (!c->err)
+			c->err = ret; /* the signal: the snapshot is dropped */
+		ret = 0;
+		goto out;
+	}
+	if (ret == -ENOMEM) {
+		/* its runs (16 bytes each) did not fit: this file only */
+		c->errors++;
+		progress_clear(&c->progress);
+		cli_error(path, len, "left out: out of memory for its %zu runs", s.n);
+		ret = 0;
+		goto out;
+	}
 	if (ret < 0)
 		goto out;
 	if (s.quality == PC_QUALITY_UNKNOWN) {
@@ -512,19 +558,19 @@ struct out_file {
 };
 
 /* 0 when the target is missing or a regular file (its mode in *mode when
- * the caller owns it, else 0), else -errno. */
-static int out_replaceable(struct out_file *o, mode_t *mode)
+ * the caller owns it, else -1), else -errno. */
+static int out_replaceable(struct out_file *o, int *mode)
 {
 	struct stat st;
 
 	if (mode)
-		*mode = 0;
+		*mode = -1;
 	if (fstatat(o->dirfd, o->base, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOENT ? 0 : -errno;
 	if (!S_ISREG(st.st_mode))
 		return -EEXIST;
 	if (mode && st.st_uid == geteuid())
-		*mode = st.st_mode & 0777;
+		*mode = (int)(st.st_mode & 0777);
 	return 0;
 }
 
@@ -556,8 +602,7 @@ static int out_open(struct out_file *o, const char *path)
 {
 	const char *slash = strrchr(path, '/');
 	char *dir = slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : strdup(".");
-	mode_t keep;
-	int ret;
+	int ret, keep;
 
 	o->fd = o->dirfd = -1;
 	o->tmp = NULL;
@@ -598,7 +643,7 @@ static int out_open(struct out_file *o, const char *path)
 	if (o->fd < 0)
 		return -EAGAIN;
 	/* the caller's own snapshot keeps the mode they gave it */
-	if (keep && fchmod(o->fd, keep) < 0)
+	if (keep >= 0 && fchmod(o->fd, (mode_t)keep) < 0)
 		return -errno;
 	return 0;
 }

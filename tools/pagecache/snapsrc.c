@@ -304,6 +304,8 @@ int snapsrc_validate(struct snapsrc *s)
 	if (ret < 0)
 		return ret;
 	ret = snapsrc_rewind(s);
+	if (ret < 0 && !s->err)
+		s->err = ret; /* snapsrc_failed() names this input */
 	return ret < 0 ? ret : 1;
 }
 
