@@ -425,13 +425,6 @@ static int on_file(void *ctx, int fd, const struct stat *st, uint64_t mnt_id,
 			return 0;
 		}
 	}
-	/* counts first: a file with none or all of its pages resident (most
-	 * of a data directory's files) needs no bitmap, and cachestat gives
-	 * that without mmap and mincore; a mixed file is scanned again with
-	 * the bitmap. Where cachestat cannot answer, pc_residency() takes its
-	 * usual way (and that answer is kept when it has no runs to lose).
-	 * Not with --allow-perturb: a second probe would see the pages the
-	 * first one cached. */
 	meta.file_size = (uint64_t)st->st_size;
 	meta.mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
 	meta.dev = (uint64_t)st->st_dev;
@@ -439,6 +432,13 @@ static int on_file(void *ctx, int fd, const struct stat *st, uint64_t mnt_id,
 	npages = facts.file_size / ps + (facts.file_size % ps != 0);
 	if (npages > SCAN_WINDOW_PAGES)
 		return on_large_file(c, fd, &facts, &meta, npages, path, len);
+	/* counts first: a file with none or all of its pages resident (most
+	 * of a data directory's files) needs no bitmap, and cachestat gives
+	 * that without mmap and mincore; a mixed file is scanned again with
+	 * the bitmap. Where cachestat cannot answer, pc_residency() takes its
+	 * usual way (and that answer is kept when it has no runs to lose).
+	 * Not with --allow-perturb: a second probe would see the pages the
+	 * first one cached. */
 	ret = pc_residency_facts(fd, &facts, 0, 0, c->res_flags |
 				 (c->res_flags & PC_RES_ALLOW_PERTURB ? 0 : PC_RES_COUNT_ONLY), &r);
 	if (ret == 0 && !(c->res_flags & PC_RES_ALLOW_PERTURB) &&
