@@ -3983,7 +3983,7 @@ int cmd_restore(int argc, char **argv)
 	}
 	/* paced: a stream's readahead would run up to two windows (16 MiB
 	 * with read_ahead_kb 8192) ahead of the pace; readahead(2) reads what
-	 * it is asked (the default now, whatever the default becomes) */
+	 * it is asked (pc_warm's default today; this keeps it so for --rate) */
 	if (c.rate && c.strategy == PC_WARM_DEFAULT)
 		c.strategy = PC_WARM_READAHEAD;
 	c.root = realpath(root_arg, NULL);
