@@ -1995,6 +1995,14 @@ def case_diff_orders(env):
           f"happycache from a pipe: {rc} {doc} {err!r}")
     rc, _, err = run(["diff", po, "-"], input_bytes=hc)
     check(rc == 1 and b"--format=happycache" in err, f"without --format: {rc} {err!r}")
+    # a path that is not UTF-8: path_base64 keeps its bytes
+    pb = env.path("bin")
+    with open(pb, "wb") as f:
+        f.write(native_snapshot("/r", [(b"x\xff", PS, 0, 1, [(0, 1)])]))
+    rc, doc, err = run_json(["diff", po, pb])
+    byb64 = {f.get("path_base64"): f for f in doc["files"]}
+    check(rc == 0 and "eP8=" in byb64 and byb64["eP8="]["status"] == "new_only",
+          f"not UTF-8: {doc['files']}")
     # different roots: said, and in the JSON
     with open(pe, "wb") as f:
         f.write(native_snapshot("/elsewhere", []))

@@ -232,7 +232,7 @@ static void emit(struct diff *d, const char *path, const char *status, uint64_t 
 		return;
 	if (d->json) {
 		json_begin_object(&d->j, NULL);
-		json_string(&d->j, "path", path, strlen(path));
+		json_path(&d->j, path, strlen(path));
 		json_cstring(&d->j, "status", status);
 		if (unknown) {
 			json_null(&d->j, "added_pages");
