@@ -189,7 +189,7 @@ void snapsrc_report(const struct snapsrc *s, int err)
 	else if (msg && off == 0 && s->start < 0 && s->auto_fmt && strstr(msg, "bad magic"))
 		/* from a pipe SNAP_AUTO cannot peek at gzip's magic */
 		cli_error(s->name, strlen(s->name), "corrupt snapshot at byte 0: %s (read from "
-			  "a pipe, the format is not detected: for a happycache file, give "
+			  "a pipe or device, the format is not detected: for a happycache file, give "
 			  "--format=happycache)", msg);
 	else if (msg)
 		cli_error(s->name, strlen(s->name), "corrupt snapshot at byte %llu: %s",
