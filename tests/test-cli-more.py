@@ -58,7 +58,7 @@ for name in ("pc_mincore_mode_name", "pc_nowait_mode_name", "pc_cachestat_mode_n
     getattr(L, name).restype = ctypes.c_char_p
 def nowait(path):
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    mode = L.pc_detect_nowait(fd)
+    mode = L.pc_detect_nowait_flags(fd, 0)  # as audit asks: no page read in
     os.close(fd)
     return L.pc_nowait_mode_name(mode).decode() if mode >= 0 else "unknown"
 print(json.dumps({
@@ -265,6 +265,23 @@ def case_audit_as_nobody_and_text(env):
 
 
 # ---- evict -----------------------------------------------------------------
+
+def case_audit_changes_no_page(env):
+    """audit as uid 65534 of a directory it cannot write, holding a cold
+    file it may write (so sees truthfully): the RWF_NOWAIT mode there is
+    unknown, since finding it out would read a page of that file in."""
+    need_root()
+    d = env.path("ro")
+    os.mkdir(d, 0o755)
+    f = os.path.join(d, "open")
+    make_file(f, 16)
+    os.chmod(f, 0o666)
+    set_pattern(f, [])
+    check(sum(mincore(f)) == 0, "the file is not cold")
+    rc, doc, err = run_json(["audit", d], as_nobody=True)
+    check(rc == 0 and doc["filesystems"][0]["nowait"] == "unknown", f"{rc} {doc} {err!r}")
+    check(sum(mincore(f)) == 0, f"audit cached {sum(mincore(f))} pages of {f}")
+
 
 def case_evict_then_stat_shows_zero(env):
     need_root()
@@ -671,7 +688,8 @@ def case_stat_counts_each_file_once(env):
 
 
 CASES = [case_help_every_command, case_new_usage_errors_exit_2, case_audit_json_field_by_field,
-         case_audit_as_nobody_and_text, case_evict_then_stat_shows_zero,
+         case_audit_as_nobody_and_text, case_audit_changes_no_page,
+         case_evict_then_stat_shows_zero,
          case_evict_as_nobody_tells_the_truth, case_evict_walks_like_stat,
          case_touch_then_stat_shows_full, case_touch_range, case_touch_as_nobody,
          case_touch_files_from_null, case_lock_holds_pages, case_lock_sigint_and_nothing,

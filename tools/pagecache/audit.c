@@ -247,7 +247,8 @@ static void examine_path(struct fs_info *fi)
 			return;
 		}
 	}
-	fi->nowait = pc_detect_nowait(dirfd);
+	/* not with a cold page of a file: audit changes no page cache */
+	fi->nowait = pc_detect_nowait_flags(dirfd, 0);
 	close(dirfd);
 }
 
