@@ -164,29 +164,71 @@ static int relative_path(struct dump_ctx *c, const char *path, size_t len)
 	return buf_append(&c->rel, rest, restlen);
 }
 
-/* The resident runs of r, one at a time: *nruns counts them, and with
- * happycache's format each is written as it comes (memory does not grow
- * with a file's runs; the native writer takes them from r itself). */
-static int each_run(struct dump_ctx *c, const struct pc_residency *r, uint64_t *nruns)
+/* fn on each resident run of r, in order, until it returns non-zero; a
+ * count-only result (none resident, or all) has one run or none. */
+static int for_each_run(const struct pc_residency *r, int (*fn)(void *arg, struct pc_run run),
+			void *arg)
 {
 	struct pc_run run;
 	uint64_t p = pc_residency_first_page(r);
 	int ret = 0;
 
-	*nruns = 0;
-	/* a count-only result: none resident, or one run of them all */
 	if (pc_residency_resident(r) == pc_residency_npages(r) && pc_residency_npages(r) &&
 	    pc_residency_quality(r) != PC_QUALITY_UNKNOWN &&
-	    pc_residency_next_run(r, p, &run) == -ENODATA) {
-		run = (struct pc_run){ p, pc_residency_npages(r) };
-		*nruns = 1;
-		return c->fmt == SNAP_HAPPYCACHE ? hc_write_run(c->hw, &run) : 0;
-	}
+	    pc_residency_next_run(r, p, &run) == -ENODATA)
+		return fn(arg, (struct pc_run){ p, pc_residency_npages(r) });
 	while (ret == 0 && pc_residency_next_run(r, p, &run) > 0) {
-		if (c->fmt == SNAP_HAPPYCACHE)
-			ret = hc_write_run(c->hw, &run);
-		++*nruns;
+		ret = fn(arg, run);
 		p = run.page + run.npages;
+	}
+	return ret;
+}
+
+struct run_count {
+	struct dump_ctx *c;
+	uint64_t n;
+};
+
+static int count_run(void *arg, struct pc_run run)
+{
+	struct run_count *rc = arg;
+
+	rc->n++;
+	return rc->c->fmt == SNAP_HAPPYCACHE ? hc_write_run(rc->c->hw, &run) : 0;
+}
+
+/* The resident runs of r, one at a time: *nruns counts them, and with
+ * happycache's format each is written as it comes (memory does not grow
+ * with a file's runs; the native writer takes them from r itself). */
+static int each_run(struct dump_ctx *c, const struct pc_residency *r, uint64_t *nruns)
+{
+	struct run_count rc = { c, 0 };
+	int ret = for_each_run(r, count_run, &rc);
+
+	*nruns = rc.n;
+	return ret;
+}
+
+/* The residency of [off, off + len) of fd (len 0: to the end), counts
+ * first: a range with none or all of its pages resident (most of a data
+ * directory's files) needs no bitmap, and cachestat gives that without
+ * mmap and mincore; a mixed one is scanned again with the bitmap. Where
+ * cachestat cannot answer, pc_residency() takes its usual way (and that
+ * answer is kept when it has no runs to lose). Not with --allow-perturb:
+ * a second probe would see the pages the first one cached. */
+static int measure(struct dump_ctx *c, int fd, const struct pc_file_facts *facts, uint64_t off,
+		   uint64_t len, struct pc_residency **r)
+{
+	bool perturb = c->res_flags & PC_RES_ALLOW_PERTURB;
+	int ret = pc_residency_facts(fd, facts, off, len, c->res_flags |
+				     (perturb ? 0 : PC_RES_COUNT_ONLY), r);
+
+	if (ret == 0 && !perturb && pc_residency_quality(*r) != PC_QUALITY_UNKNOWN &&
+	    pc_residency_resident(*r) != 0 &&
+	    pc_residency_resident(*r) != pc_residency_npages(*r)) {
+		pc_residency_free(*r);
+		*r = NULL;
+		ret = pc_residency_facts(fd, facts, off, len, c->res_flags, r);
 	}
 	return ret;
 }
@@ -203,13 +245,15 @@ static int each_run(struct dump_ctx *c, const struct pc_residency *r, uint64_t *
 struct scan {
 	struct pc_run *runs;
 	size_t n, cap;
-	uint64_t resident;
+	uint64_t npages, resident;
 	int quality;               /* UNKNOWN as soon as one window is */
 	bool perturbed;
 };
 
-static int scan_add(struct scan *s, struct pc_run run)
+static int scan_add(void *arg, struct pc_run run)
 {
+	struct scan *s = arg;
+
 	if (s->n && s->runs[s->n - 1].page + s->runs[s->n - 1].npages == run.page) {
 		s->runs[s->n - 1].npages += run.npages; /* across a window's edge */
 		return 0;
@@ -246,27 +290,18 @@ static int scan_windows(struct dump_ctx *c, int fd, const struct pc_file_facts *
 	bool perturb = c->res_flags & PC_RES_ALLOW_PERTURB;
 	uint64_t nwin = npages / SCAN_WINDOW_PAGES + (npages % SCAN_WINDOW_PAGES != 0);
 
+	s->npages = npages;
 	s->quality = PC_QUALITY_EXACT;
 	for (uint64_t k = 0; k < nwin && s->quality != PC_QUALITY_UNKNOWN; k++) {
 		uint64_t first = (perturb ? nwin - 1 - k : k) * SCAN_WINDOW_PAGES;
 		uint64_t n = npages - first < SCAN_WINDOW_PAGES ? npages - first : SCAN_WINDOW_PAGES;
 		struct pc_residency *r = NULL;
-		struct pc_run run;
-		uint64_t p;
 		int ret;
 
 		if (got_signal)
 			return -EINTR;
 		progress_tick(c);
-
-		ret = pc_residency_facts(fd, facts, first * ps, n * ps, c->res_flags |
-					 (perturb ? 0 : PC_RES_COUNT_ONLY), &r);
-		if (ret == 0 && !perturb && pc_residency_quality(r) != PC_QUALITY_UNKNOWN &&
-		    pc_residency_resident(r) != 0 && pc_residency_resident(r) != pc_residency_npages(r)) {
-			pc_residency_free(r);
-			r = NULL;
-			ret = pc_residency_facts(fd, facts, first * ps, n * ps, c->res_flags, &r);
-		}
+		ret = measure(c, fd, facts, first * ps, n * ps, &r);
 		if (ret < 0)
 			return ret;
 		s->perturbed |= pc_residency_perturbed(r) > 0;
@@ -278,16 +313,7 @@ static int scan_windows(struct dump_ctx *c, int fd, const struct pc_file_facts *
 			break;
 		}
 		s->resident += pc_residency_resident(r);
-		p = pc_residency_first_page(r);
-		if (pc_residency_resident(r) && pc_residency_resident(r) == pc_residency_npages(r) &&
-		    pc_residency_next_run(r, p, &run) == -ENODATA) {
-			ret = scan_add(s, (struct pc_run){ p, pc_residency_npages(r) });
-		} else {
-			while (ret == 0 && pc_residency_next_run(r, p, &run) > 0) {
-				ret = scan_add(s, run);
-				p = run.page + run.npages;
-			}
-		}
+		ret = for_each_run(r, scan_add, s);
 		pc_residency_free(r);
 		if (ret < 0)
 			return ret;
@@ -304,6 +330,61 @@ static int scan_windows(struct dump_ctx *c, int fd, const struct pc_file_facts *
 		}
 		s->n = m + 1;
 	}
+	return 0;
+}
+
+/* Write and count what was measured of one file: r, or for a file of more
+ * than SCAN_WINDOW_PAGES the runs of its windows in s. */
+static int record(struct dump_ctx *c, const char *path, size_t len,
+		  struct pc_snapshot_file *meta, const struct pc_residency *r, const struct scan *s)
+{
+	int quality = r ? pc_residency_quality(r) : s->quality;
+	uint64_t nruns = 0;
+	int ret;
+
+	if (quality == PC_QUALITY_UNKNOWN) {
+		c->unknown++;
+		warn_file(c, path, len, "the kernel hides this file's residency: %s",
+			  c->fmt == SNAP_HAPPYCACHE ? "left out (happycache cannot say unknown)"
+			  : "recorded as unknown (--allow-perturb probes it)");
+	}
+	if (r ? pc_residency_perturbed(r) > 0 : s->perturbed)
+		c->perturbed++;
+	if (c->fmt == SNAP_HAPPYCACHE && quality == PC_QUALITY_UNKNOWN) {
+		c->not_written++;
+		return 0;
+	}
+	if (c->fmt == SNAP_HAPPYCACHE) {
+		ret = hc_write_file(c->hw, c->rel.data);
+	} else if (r) {
+		ret = pc_snapshot_write_file(c->sw, c->rel.data, meta, r);
+	} else {
+		meta->quality = quality;
+		ret = pc_snapshot_write_runs(c->sw, c->rel.data, meta, s->runs, s->n);
+	}
+	if (ret == -EINVAL || ret == -ENAMETOOLONG) {
+		c->not_written++;
+		warn_file(c, path, len, "left out: %s", ret == -ENAMETOOLONG ?
+			  "path too long for a snapshot" : c->fmt == SNAP_HAPPYCACHE ?
+			  "happycache's format cannot hold a newline in a path" :
+			  "a path the snapshot cannot hold");
+		return 0;
+	}
+	if (ret == 0 && r) {
+		ret = each_run(c, r, &nruns);
+	} else if (ret == 0) {
+		nruns = s->n;
+		for (size_t i = 0; i < s->n && ret == 0 && c->fmt == SNAP_HAPPYCACHE; i++)
+			ret = hc_write_run(c->hw, &s->runs[i]);
+	}
+	if (ret < 0) {
+		c->err = ret; /* a write error: the snapshot is lost */
+		return 0;
+	}
+	c->files++;
+	c->pages += r ? pc_residency_npages(r) : s->npages;
+	c->resident += r ? pc_residency_resident(r) : s->resident;
+	c->runs_total += nruns;
 	return 0;
 }
 
@@ -330,41 +411,8 @@ static int on_large_file(struct dump_ctx *c, int fd, const struct pc_file_facts 
 		ret = 0;
 		goto out;
 	}
-	if (ret < 0)
-		goto out;
-	if (s.quality == PC_QUALITY_UNKNOWN) {
-		c->unknown++;
-		warn_file(c, path, len, "the kernel hides this file's residency: %s",
-			  c->fmt == SNAP_HAPPYCACHE ? "left out (happycache cannot say unknown)"
-			  : "recorded as unknown (--allow-perturb probes it)");
-	}
-	if (s.perturbed)
-		c->perturbed++;
-	meta->quality = s.quality;
-	if (c->fmt == SNAP_HAPPYCACHE && s.quality == PC_QUALITY_UNKNOWN) {
-		c->not_written++;
-		goto out;
-	}
-	ret = c->fmt == SNAP_HAPPYCACHE ? hc_write_runs(c->hw, c->rel.data, s.runs, s.n)
-		: pc_snapshot_write_runs(c->sw, c->rel.data, meta, s.runs, s.n);
-	if (ret == -EINVAL || ret == -ENAMETOOLONG) {
-		c->not_written++;
-		warn_file(c, path, len, "left out: %s", ret == -ENAMETOOLONG ?
-			  "path too long for a snapshot" : c->fmt == SNAP_HAPPYCACHE ?
-			  "happycache's format cannot hold a newline in a path" :
-			  "a path the snapshot cannot hold");
-		ret = 0;
-		goto out;
-	}
-	if (ret < 0) {
-		c->err = ret; /* a write error: the snapshot is lost */
-		ret = 0;
-		goto out;
-	}
-	c->files++;
-	c->pages += npages;
-	c->resident += s.resident;
-	c->runs_total += s.n;
+	if (ret == 0)
+		ret = record(c, path, len, meta, NULL, &s);
 out:
 	free(s.runs);
 	progress_tick(c);
@@ -384,7 +432,7 @@ static int on_file(void *ctx, int fd, const struct stat *st, uint64_t mnt_id,
 		.mnt_id = mnt_id,
 	};
 	struct pc_residency *r = NULL;
-	uint64_t nruns = 0, npages, ps = (uint64_t)pc_page_size();
+	uint64_t npages, ps = (uint64_t)pc_page_size();
 	int ret;
 
 	if (got_signal && !c->err)
@@ -432,68 +480,10 @@ static int on_file(void *ctx, int fd, const struct stat *st, uint64_t mnt_id,
 	npages = facts.file_size / ps + (facts.file_size % ps != 0);
 	if (npages > SCAN_WINDOW_PAGES)
 		return on_large_file(c, fd, &facts, &meta, npages, path, len);
-	/* counts first: a file with none or all of its pages resident (most
-	 * of a data directory's files) needs no bitmap, and cachestat gives
-	 * that without mmap and mincore; a mixed file is scanned again with
-	 * the bitmap. Where cachestat cannot answer, pc_residency() takes its
-	 * usual way (and that answer is kept when it has no runs to lose).
-	 * Not with --allow-perturb: a second probe would see the pages the
-	 * first one cached. */
-	ret = pc_residency_facts(fd, &facts, 0, 0, c->res_flags |
-				 (c->res_flags & PC_RES_ALLOW_PERTURB ? 0 : PC_RES_COUNT_ONLY), &r);
-	if (ret == 0 && !(c->res_flags & PC_RES_ALLOW_PERTURB) &&
-	    pc_residency_quality(r) != PC_QUALITY_UNKNOWN &&
-	    pc_residency_resident(r) != 0 && pc_residency_resident(r) != pc_residency_npages(r)) {
-		pc_residency_free(r);
-		r = NULL;
-		ret = pc_residency_facts(fd, &facts, 0, 0, c->res_flags, &r);
-	}
+	ret = measure(c, fd, &facts, 0, 0, &r);
 	if (ret < 0)
 		return ret;
-	if (pc_residency_quality(r) == PC_QUALITY_UNKNOWN) {
-		c->unknown++;
-		warn_file(c, path, len, "the kernel hides this file's residency: %s",
-			  c->fmt == SNAP_HAPPYCACHE ? "left out (happycache cannot say unknown)"
-			  : "recorded as unknown (--allow-perturb probes it)");
-	}
-	if (pc_residency_perturbed(r) > 0)
-		c->perturbed++;
-	if (c->fmt == SNAP_HAPPYCACHE) {
-		if (pc_residency_quality(r) == PC_QUALITY_UNKNOWN) {
-			c->not_written++;
-			goto out;
-		}
-		ret = hc_write_file(c->hw, c->rel.data);
-		if (ret == -EINVAL || ret == -ENAMETOOLONG) {
-			c->not_written++;
-			warn_file(c, path, len, "left out: %s", ret == -EINVAL ?
-				  "happycache's format cannot hold a newline in a path" :
-				  "path too long for a snapshot");
-			ret = 0;
-			goto out;
-		}
-	} else {
-		ret = pc_snapshot_write_file(c->sw, c->rel.data, &meta, r);
-		if (ret == -EINVAL || ret == -ENAMETOOLONG) {
-			c->not_written++;
-			warn_file(c, path, len, "left out: %s", ret == -EINVAL ?
-				  "a path the snapshot cannot hold" : "path too long for a snapshot");
-			ret = 0;
-			goto out;
-		}
-	}
-	if (ret == 0)
-		ret = each_run(c, r, &nruns);
-	if (ret < 0) {
-		c->err = ret; /* a write error: the snapshot is lost */
-		ret = 0;
-		goto out;
-	}
-	c->files++;
-	c->pages += pc_residency_npages(r);
-	c->resident += pc_residency_resident(r);
-	c->runs_total += nruns;
-out:
+	ret = record(c, path, len, &meta, r, NULL);
 	pc_residency_free(r);
 	progress_tick(c);
 	return ret;
