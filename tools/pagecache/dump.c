@@ -51,7 +51,7 @@ struct dump_ctx {
 	/* the PATH being walked, and where it sits beneath the root */
 	const char *arg;
 	size_t arglen;
-	char *prefix;              /* relative path of arg's target from the root */
+	const char *prefix;        /* relative path of arg's target from the root */
 	struct buf rel;
 	/* totals */
 	uint64_t files, pages, resident, runs_total, unknown, perturbed;
@@ -774,7 +774,7 @@ int cmd_dump(int argc, char **argv)
 	const struct walk_ops *ops = &dump_walk_ops;
 	void *ops_ctx = &c;
 	const char *out = NULL, *root_arg = NULL;
-	char *root = NULL;
+	char *root = NULL, **prefixes = NULL;
 	bool json = false, to_stdout;
 	off_t out_start = 0;
 	int64_t size = -1;
@@ -886,18 +886,20 @@ int cmd_dump(int argc, char **argv)
 	/* every PATH exists and lies beneath the root, or nothing is written
 	 * (a typo must not replace a good snapshot with an empty one) */
 	ret = 0;
+	prefixes = calloc((size_t)(argc - optind), sizeof(*prefixes));
+	if (!prefixes)
+		goto nomem;
 	for (int i = optind; i < argc; i++) {
-		char *real = realpath(argv[i], NULL), *rel = NULL;
+		char *real = realpath(argv[i], NULL);
 
 		if (!real)
 			cli_error(argv[i], strlen(argv[i]), "%s", strerror(errno));
-		else if (!(rel = beneath_root(root, real)))
+		else if (!(prefixes[i - optind] = beneath_root(root, real)))
 			cli_error(argv[i], strlen(argv[i]), "%s", errno == ENOMEM ?
 				  strerror(ENOMEM) : "not beneath the root");
-		if (!rel)
+		if (!prefixes[i - optind])
 			ret = PC_EXIT_FAILED;
 		free(real);
-		free(rel);
 	}
 	if (ret) {
 		cli_error(out, strlen(out), "%s", "no snapshot written");
@@ -959,22 +961,8 @@ int cmd_dump(int argc, char **argv)
 	if (walk_new(&sel.wo, ops, ops_ctx, &w) < 0)
 		goto nomem;
 	for (int i = optind; i < argc && ret == 0 && !c.err; i++) {
-		char *real = realpath(argv[i], NULL);
-
-		if (!real) {
-			on_error(&c, argv[i], strlen(argv[i]), -errno, NULL);
-			continue;
-		}
-		free(c.prefix);
-		c.prefix = beneath_root(root, real);
-		free(real);
-		if (!c.prefix) {
-			if (errno == ENOMEM)
-				goto nomem;
-			on_error(&c, argv[i], strlen(argv[i]), -EXDEV,
-				 "not beneath the root: left out");
-			continue;
-		}
+		/* checked above; one replaced since is walk_path()'s to report */
+		c.prefix = prefixes[i - optind];
 		c.arg = argv[i];
 		c.arglen = strlen(argv[i]);
 		ret = walk_path(w, argv[i]);
@@ -1041,7 +1029,9 @@ out:
 	if (rootfd >= 0)
 		close(rootfd);
 	free(root);
-	free(c.prefix);
+	for (int i = 0; prefixes && i < argc - optind; i++)
+		free(prefixes[i]);
+	free(prefixes);
 	buf_free(&c.rel);
 	selection_free(&sel);
 	if (got_signal) {
