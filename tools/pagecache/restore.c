@@ -1324,10 +1324,7 @@ static void early_confirm(struct restore *c)
 
 struct job {
 	char *rel;
-	bool identity;
-	uint64_t size;
-	int64_t mtime_ns;
-	uint64_t dev, ino;         /* as recorded */
+	struct snap_file rec;      /* as recorded (its path: rel) */
 	uint64_t index;            /* its place in the snapshot */
 	size_t run0, nruns;        /* in jobs.runs */
 	/* the worker's part: job_open() (ahead, for a window), then pc_warm() */
@@ -1351,6 +1348,20 @@ struct job {
 	char *map_at;              /* job_map(): its runs mapped there, side by side */
 	uint64_t map_pages;
 };
+
+/* A job for the recorded file f, found at rel, the index-th of the
+ * snapshot; the rest zero. 0 or -ENOMEM. */
+static int job_init(struct job *j, const struct snap_file *f, const char *rel, uint64_t index)
+{
+	memset(j, 0, sizeof(*j));
+	j->rel = strdup(rel);
+	if (!j->rel)
+		return -ENOMEM;
+	j->rec = *f;
+	j->rec.path = j->rel;
+	j->index = index;
+	return 0;
+}
 
 /* What job_do() goes by: the workers read the restore's stop and budget
  * as they were when their batch started (the main thread changes the
@@ -1402,7 +1413,7 @@ static bool job_open(struct restore *c, struct job *j, struct pc_run *runs)
 	j->fd = beneath_open(&c->bn, j->rel, &j->st);
 	if (j->fd < 0)
 		return false;
-	j->same = same_file(j->identity, j->size, j->mtime_ns, &j->st);
+	j->same = same_file(j->rec.identity, j->rec.size, j->rec.mtime_ns, &j->st);
 	if (!j->same && c->strict)
 		return false;
 	j->nclamped = clamp_runs(runs, j->nruns, ((uint64_t)j->st.st_size + c->ps - 1) / c->ps,
@@ -1425,7 +1436,7 @@ static bool job_reopen(struct restore *c, struct job *j, struct pc_run *runs)
 	if (j->fd < 0 || (st.st_dev == j->st.st_dev && st.st_ino == j->st.st_ino))
 		return j->fd >= 0;
 	j->st = st;
-	j->same = same_file(j->identity, j->size, j->mtime_ns, &st);
+	j->same = same_file(j->rec.identity, j->rec.size, j->rec.mtime_ns, &st);
 	if (!j->same && c->strict)
 		return false;
 	j->nclamped = clamp_runs(runs, j->nclamped, ((uint64_t)st.st_size + c->ps - 1) / c->ps,
@@ -1539,8 +1550,7 @@ static void job_do(struct jobctx *x, struct job *j, struct pc_run *runs)
  * batches. */
 static int job_account(struct restore *c, struct job *j, struct pc_run *runs)
 {
-	struct snap_file f = { .path = j->rel, .identity = j->identity, .size = j->size,
-			       .mtime_ns = j->mtime_ns, .dev = j->dev, .ino = j->ino };
+	const struct snap_file *f = &j->rec;
 	int ret;
 
 	if (j->fd == -ECANCELED) {
@@ -1550,10 +1560,10 @@ static int job_account(struct restore *c, struct job *j, struct pc_run *runs)
 		return 0;
 	}
 	if (j->fd < 0 && !j->closed) {
-		open_failed(c, j->rel, j->fd, &f, j->index);
+		open_failed(c, j->rel, j->fd, f, j->index);
 		return 0;
 	}
-	if (!identity_ok(c, &f, j->rel, &j->st) && c->strict) {
+	if (!identity_ok(c, f, j->rel, &j->st) && c->strict) {
 		if (j->fd >= 0)
 			close(j->fd);
 		return 0;
@@ -2007,16 +2017,8 @@ static struct job *win_add(struct win *w, const struct snap_file *f, const char 
 		w->cap = cap;
 	}
 	j = &w->job[w->n];
-	memset(j, 0, sizeof(*j));
-	j->rel = strdup(rel);
-	if (!j->rel)
+	if (job_init(j, f, rel, w->c->files - 1) < 0)
 		return NULL;
-	j->identity = f->identity;
-	j->size = f->size;
-	j->mtime_ns = f->mtime_ns;
-	j->dev = f->dev;
-	j->ino = f->ino;
-	j->index = w->c->files - 1;
 	w->n++;
 	return j;
 }
@@ -2395,18 +2397,9 @@ static int restore_in_order(struct restore *c)
 		}
 		if (fits) {
 			j = &js->job[js->n];
-			memset(j, 0, sizeof(*j));
-			j->rel = strdup(rel);
-			if (!j->rel) {
-				ret = -ENOMEM;
+			ret = job_init(j, f, rel, c->files - 1);
+			if (ret < 0)
 				break;
-			}
-			j->identity = f->identity;
-			j->size = f->size;
-			j->mtime_ns = f->mtime_ns;
-			j->dev = f->dev;
-			j->ino = f->ino;
-			j->index = c->files - 1;
 			j->early = true;
 			j->run0 = run0;
 			j->nruns = js->nruns - run0;
