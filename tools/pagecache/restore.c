@@ -3445,8 +3445,9 @@ static int restore_found(struct restore *c, const struct snap_file *f, struct lo
  * restored under the name it has now when its size and mtime are still
  * those recorded (a device and inode number alone can be a new file's, the
  * old one deleted). The snapshot is read again for their runs. Not when
- * the restore stopped early, nor with --no-find-renamed; a failure of the
- * search itself leaves them missing, with a note, and the restore goes on.
+ * the restore stopped early (with --no-find-renamed, or from a pipe,
+ * lost_add() keeps no file); a failure of the search itself leaves them
+ * missing, with a note, and the restore goes on.
  * Then the notes of those still missing. Returns 0, or a failure of the
  * restore of a found file (its log), which ends the restore as elsewhere.
  */
@@ -3462,7 +3463,7 @@ static int find_renamed(struct restore *c)
 
 	if (!c->nlost)
 		return 0;
-	if (c->stop || got_signal || c->no_find_renamed)
+	if (c->stop || got_signal)
 		goto notes;
 	keys = calloc(c->nlost, sizeof(*keys));
 	if (!keys) {
