@@ -12,12 +12,6 @@
  * waits until its pages are up to date (5 s at most): the first poll finds
  * them missing, the next one finds them there.
  *
- * With $PC_SHIM_TRICKLE_FROM (bytes), the calls on that file at or past
- * that offset made before restore's first sleep are held back, and a
- * thread started at that sleep makes them one every 10 ms: pages keep
- * landing long after the warming, as from a slow disk, while the polls
- * run.
- *
  * With $PC_SHIM_EVICT_BELOW set as well, the first pc_cachestat() call on
  * that file after the put-off call went out that starts at offset 0 and
  * covers less than the whole file first drops the file's first page with
@@ -47,7 +41,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,14 +59,6 @@ static off64_t deferred_off;
 static size_t deferred_count;
 static int evicted; /* pages dropped before a cachestat (at most one) */
 static int issued; /* the put-off call went out */
-
-/* PC_SHIM_TRICKLE_FROM: calls held back, made later by trickle_main() */
-#define TRICKLE_MAX 4096
-static struct {
-	off64_t off;
-	size_t count;
-} trickle_q[TRICKLE_MAX];
-static int trickle_n, trickle_fd = -1, slept;
 
 /* Whether fd's path ends in $PC_SHIM_DROP_NAME; its path in path. */
 static int is_victim(int fd, char *path, size_t size)
@@ -169,38 +154,7 @@ ssize_t readahead(int fd, off64_t offset, size_t count)
 			(long long)offset, count);
 		return 0;
 	}
-	/* restore's warming of one file runs on one thread: no race on the
-	 * queue before the first sleep */
-	if (getenv("PC_SHIM_TRICKLE_FROM") && !__atomic_load_n(&slept, __ATOMIC_ACQUIRE) &&
-	    trickle_n < TRICKLE_MAX &&
-	    offset >= (off64_t)strtoll(getenv("PC_SHIM_TRICKLE_FROM"), NULL, 10) &&
-	    is_victim(fd, path, sizeof(path))) {
-		if (trickle_fd < 0)
-			trickle_fd = dup(fd);
-		if (trickle_fd >= 0) {
-			trickle_q[trickle_n].off = offset;
-			trickle_q[trickle_n].count = count;
-			trickle_n++;
-			return 0;
-		}
-	}
 	return real(fd, offset, count);
-}
-
-static void *trickle_main(void *arg)
-{
-	ssize_t (*real_ra)(int, off64_t, size_t) =
-		(ssize_t (*)(int, off64_t, size_t))dlsym(RTLD_NEXT, "readahead");
-	struct timespec tick = { 0, 10000000 };
-
-	(void)arg;
-	for (int i = 0; i < trickle_n; i++) {
-		/* clock_nanosleep: not this shim's nanosleep */
-		clock_nanosleep(CLOCK_MONOTONIC, 0, &tick, NULL);
-		real_ra(trickle_fd, trickle_q[i].off, trickle_q[i].count);
-	}
-	fprintf(stderr, "dropra-shim: trickled %d readahead calls\n", trickle_n);
-	return NULL;
 }
 
 int nanosleep(const struct timespec *req, struct timespec *rem)
@@ -211,12 +165,6 @@ int nanosleep(const struct timespec *req, struct timespec *rem)
 		(ssize_t (*)(int, off64_t, size_t))dlsym(RTLD_NEXT, "readahead");
 	int fd = __atomic_exchange_n(&deferred_fd, -1, __ATOMIC_ACQ_REL);
 
-	if (!__atomic_exchange_n(&slept, 1, __ATOMIC_ACQ_REL) && trickle_n) {
-		pthread_t tid;
-
-		if (pthread_create(&tid, NULL, trickle_main, NULL) == 0)
-			pthread_detach(tid);
-	}
 	if (fd >= 0) {
 		struct timespec tick = { 0, 1000000 };
 
