@@ -595,37 +595,56 @@ static void k_pause_ms(struct pc_backend *b, unsigned int ms)
 		;
 }
 
+/*
+ * Whether this process may use a ring for RWF_NOWAIT reads. The read goes
+ * to a pipe holding one byte, never to a file: whether a filesystem takes
+ * RWF_NOWAIT is its own fact (pc_detect_nowait()), and the probe once read
+ * libc's first page, which an initramfs (tmpfs or ramfs: -EOPNOTSUPP
+ * before 6.6) or a static program has no answer for. The ring works when
+ * the read completes with the byte, or with -EAGAIN or -EOPNOTSUPP (a
+ * kernel whose pipes refuse RWF_NOWAIT: the opcode and the flag were
+ * understood). A ring that cannot be set up (ENOSYS, EPERM under
+ * kernel.io_uring_disabled or a seccomp filter) or that refuses the read
+ * (-EINVAL: no IORING_OP_READ before 5.6) does not. Short of memory or
+ * descriptors: an error, so that it is not remembered.
+ */
 int pc_kernel_io_uring_works(void)
 {
 	struct io_uring_cqe *cqe;
 	struct io_uring_sqe *sqe;
 	struct io_uring ring;
-	struct pc_bfile *f;
-	char byte;
-	int works = 0, ret;
+	int works = 0, ret, pfd[2];
+	char byte = 'x';
 
-	/* Short of memory or descriptors, we cannot tell: say so, rather
-	 * than have io_uring remembered as unavailable for good. */
-	ret = k_system_file(NULL, &f);
-	if (ret < 0)
-		return pc_err_is_resource(ret) ? ret : 0;
-	ret = io_uring_queue_init(2, &ring, 0);
-	if (ret < 0) {
-		k_close(NULL, f);
+	if (pipe2(pfd, O_CLOEXEC) < 0) {
+		ret = pc_neg_errno();
 		return pc_err_is_resource(ret) ? ret : 0;
 	}
+	if (write(pfd[1], &byte, 1) != 1) {
+		ret = pc_neg_errno();
+		goto out_pipe;
+	}
+	ret = io_uring_queue_init(2, &ring, 0);
+	if (ret < 0)
+		goto out_pipe;
 	sqe = io_uring_get_sqe(&ring);
 	if (sqe) {
-		pc_uring_sqe_read_nowait(sqe, f->fd, &byte, 1, 0);
+		/* offset -1: the pipe's own position (a pipe has no other) */
+		pc_uring_sqe_read_nowait(sqe, pfd[0], &byte, 1, (uint64_t)-1);
 		if (io_uring_submit_and_wait(&ring, 1) == 1 && io_uring_peek_cqe(&ring, &cqe) == 0) {
 			int res = pc_uring_cqe_res(cqe);
 
-			works = res == 1 || res == -EAGAIN;
+			works = res == 1 || res == -EAGAIN || res == -EOPNOTSUPP;
 			io_uring_cqe_seen(&ring, cqe);
 		}
 	}
 	io_uring_queue_exit(&ring);
-	k_close(NULL, f);
+	ret = 0;
+out_pipe:
+	close(pfd[0]);
+	close(pfd[1]);
+	if (ret < 0)
+		return pc_err_is_resource(ret) ? ret : 0;
 	return works;
 }
 

@@ -16,9 +16,11 @@ from pc_cases import cached_pages, only_cases, run_cases
 import importlib.util
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 _here = os.path.dirname(os.path.abspath(__file__))
@@ -233,6 +235,36 @@ def case_audit_json_field_by_field(env):
     check(c["view"] == ("root" if IS_ROOT and caps["fowner"] else
                         "cap_fowner" if caps["fowner"] else "unprivileged"), f"view {c}")
     check_channels(doc)
+
+
+def case_audit_io_uring_wherever_libc_lives(env):
+    """io_uring's availability is the ring's, not a fact of the filesystem
+    libc was loaded from: the same answer with libc copied to /dev/shm
+    (tmpfs refused RWF_NOWAIT before 6.6, and the probe once read libc)."""
+    rc, doc, err = run_json(["audit", env.dir])
+    check(rc == 0, f"exit {rc}: {err!r}")
+    lib = library_detect([env.dir])
+    check(doc["io_uring"]["available"] == (lib["io_uring"] == 1), "io_uring")
+    ldd = subprocess.run(["ldd", tc.EXE], capture_output=True, text=True).stdout
+    libc = [w for line in ldd.splitlines() if "libc.so" in line
+            for w in line.split() if w.startswith("/")]
+    if not libc or not os.path.isdir("/dev/shm"):
+        raise Skip("no libc.so in ldd's answer, or no /dev/shm")
+    shm = tempfile.mkdtemp(dir="/dev/shm", prefix="pc-libc.")
+    old = os.environ.get("LD_LIBRARY_PATH")
+    try:
+        shutil.copy(libc[0], os.path.join(shm, os.path.basename(libc[0])))
+        os.environ["LD_LIBRARY_PATH"] = shm + (":" + old if old else "")
+        rc2, doc2, err2 = run_json(["audit", env.dir])
+    finally:
+        if old is None:
+            os.environ.pop("LD_LIBRARY_PATH", None)
+        else:
+            os.environ["LD_LIBRARY_PATH"] = old
+        shutil.rmtree(shm)
+    check(rc2 == 0, f"exit {rc2}: {err2!r}")
+    check(doc2["io_uring"] == doc["io_uring"],
+          f"libc on /dev/shm: io_uring {doc2['io_uring']}, else {doc['io_uring']}")
 
 
 def case_audit_as_nobody_and_text(env):
@@ -688,6 +720,7 @@ def case_stat_counts_each_file_once(env):
 
 
 CASES = [case_help_every_command, case_new_usage_errors_exit_2, case_audit_json_field_by_field,
+         case_audit_io_uring_wherever_libc_lives,
          case_audit_as_nobody_and_text, case_audit_changes_no_page,
          case_evict_then_stat_shows_zero,
          case_evict_as_nobody_tells_the_truth, case_evict_walks_like_stat,

@@ -33,6 +33,8 @@
 #                  been seen to hang in the BIOS, so KVM is used only when
 #                  asked for
 #   PC_VM_SHELL=1  an interactive shell in the guest instead of the tests
+#   PC_VM_SCRIPT=FILE  a bash script the guest runs (from BUILDDIR, output on
+#                  the console) instead of the tests
 
 set -euo pipefail
 
@@ -275,6 +277,9 @@ ldconfig -r "$root" 2>/dev/null || log "ldconfig -r failed: the guest's loader s
 
 # The guest's init: mount, run the plan two tests at a time, power off.
 cp "$plan" "$root/pc-vm/plan"
+if [[ -n ${PC_VM_SCRIPT:-} ]]; then
+	cp "$PC_VM_SCRIPT" "$root/pc-vm/script"
+fi
 cat >"$root/pc-vm/init" <<EOF
 #!/bin/bash
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/opt/busybox
@@ -291,6 +296,9 @@ hostname pc-vm
 echo "pc-vm: up: \$(uname -r), \$(nproc) CPUs, \$(awk '/MemTotal/ { print int(\$2 / 1024) }' /proc/meminfo) MiB"
 if [[ ${PC_VM_SHELL:-0} == 1 ]]; then
 	setsid -c bash -i </dev/ttyS0 >/dev/ttyS0 2>&1
+elif [[ -f /pc-vm/script ]]; then
+	cd '$build'
+	bash /pc-vm/script 2>&1 | sed 's/^/pc-vm: script| /'
 else
 	cd '$build'
 	run_one() {
