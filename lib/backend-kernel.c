@@ -330,7 +330,9 @@ static int k_modes(struct pc_backend *b, struct pc_modes *out)
 	return 0;
 }
 
-static int k_nowait_mode(struct pc_backend *b, struct pc_bfile *f)
+/* The NOWAIT mode learned in the directory that f's name leads to (a
+ * scratch file there only), or PC_NOWAIT_UNKNOWN. */
+static int nowait_own_dir(struct pc_bfile *f, dev_t dev)
 {
 	char link[64], path[PATH_MAX];
 	struct stat st;
@@ -338,25 +340,6 @@ static int k_nowait_mode(struct pc_backend *b, struct pc_bfile *f)
 	char *slash;
 	int dirfd, mode;
 
-	(void)b;
-	if (fstat(f->fd, &st) < 0)
-		return pc_neg_errno();
-	/* A block device's page cache is its own, not that of the filesystem
-	 * holding its node (devtmpfs answers EOPNOTSUPP; the device does not),
-	 * and there is nowhere to write a scratch file on it: unknown. */
-	if (S_ISBLK(st.st_mode))
-		return PC_NOWAIT_UNKNOWN;
-	{
-		long fstype;
-		dev_t dev;
-
-		if (pc_fs_key(f->fd, &dev, &fstype) < 0)
-			return PC_NOWAIT_UNKNOWN;
-		mode = pc_nowait_cached(dev, fstype);
-		if (mode >= 0)
-			return mode;
-	}
-	/* Detect in the file's own directory, when its name still leads there. */
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", f->fd);
 	len = readlink(link, path, sizeof(path) - 1);
 	if (len <= 0 || path[0] != '/')
@@ -368,20 +351,45 @@ static int k_nowait_mode(struct pc_backend *b, struct pc_bfile *f)
 	else
 		*slash = '\0';
 	dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dirfd < 0)
-		return pc_err_is_resource(pc_neg_errno()) ? pc_neg_errno() : PC_NOWAIT_UNKNOWN;
-	mode = PC_NOWAIT_UNKNOWN;
-	if (fstat(dirfd, &st) == 0) {
-		struct stat fst;
-
-		/* scratch file only: reading a cold page of someone else's
-		 * file would perturb the cache the caller did not let us touch */
-		if (fstat(f->fd, &fst) == 0 && fst.st_dev == st.st_dev)
-			mode = pc_nowait_for_dir(dirfd, 0);
-		else
-			mode = PC_NOWAIT_UNKNOWN; /* renamed across filesystems */
+	if (dirfd < 0) {
+		mode = pc_neg_errno();
+		return pc_err_is_resource(mode) ? mode : PC_NOWAIT_UNKNOWN;
 	}
+	/* scratch file only: reading a cold page of someone else's file would
+	 * perturb the cache the caller did not let us touch; a name renamed
+	 * across filesystems teaches nothing */
+	if (fstat(dirfd, &st) == 0 && st.st_dev == dev)
+		mode = pc_nowait_for_dir(dirfd, 0);
+	else
+		mode = PC_NOWAIT_UNKNOWN;
 	close(dirfd);
+	return mode;
+}
+
+static int k_nowait_mode(struct pc_backend *b, struct pc_bfile *f)
+{
+	struct stat st;
+	long fstype;
+	int mode;
+
+	(void)b;
+	if (fstat(f->fd, &st) < 0)
+		return pc_neg_errno();
+	/* A block device's page cache is its own, not that of the filesystem
+	 * holding its node (devtmpfs answers EOPNOTSUPP; the device does not),
+	 * and there is nowhere to write a scratch file on it: unknown. */
+	if (S_ISBLK(st.st_mode))
+		return PC_NOWAIT_UNKNOWN;
+	if (pc_fs_key(f->fd, &st.st_dev, &fstype) < 0)
+		return PC_NOWAIT_UNKNOWN;
+	mode = pc_nowait_cached(st.st_dev, fstype);
+	if (mode >= 0)
+		return mode;
+	mode = nowait_own_dir(f, st.st_dev);
+	/* nothing to learn there (a directory the caller may not write):
+	 * what a miss does is the kernel's, learned elsewhere */
+	if (mode == PC_NOWAIT_UNKNOWN)
+		mode = pc_nowait_borrowed(fstype, NULL, 0);
 	if (pc_err_is_resource(mode))
 		return mode; /* short of memory or descriptors: not a fact to act on */
 	return mode < 0 ? PC_NOWAIT_UNKNOWN : mode;

@@ -139,6 +139,15 @@ int pc_fs_key(int fd, dev_t *dev, long *fstype);
 int pc_nowait_cached(dev_t dev, long fstype);
 /* pc_detect_nowait(), with or without the cold-page fallback. */
 int pc_nowait_for_dir(int dirfd, int may_use_cold_page);
+/* 1 when buffered reads of filesystem type fstype (statfs f_type) go
+ * through the kernel's shared page-cache read path. */
+int pc_fs_shared_read_path(long fstype);
+/* For a filesystem of type fstype whose own directories teach nothing (none
+ * the caller may write): the RWF_NOWAIT mode learned with a scratch file in
+ * $TMPDIR, /var/tmp, /tmp or $HOME, on a filesystem of the shared read path
+ * (both must be), or PC_NOWAIT_UNKNOWN; where (when not NULL) gets the
+ * directory it was learned in. -errno when short of memory or descriptors. */
+int pc_nowait_borrowed(long fstype, char *where, size_t size);
 
 /* 1 if an io_uring RWF_NOWAIT read works in this process, 0 if not, or
  * -ENOMEM, -EMFILE, -ENFILE when the process was short of them to try. */

@@ -8,7 +8,9 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -466,22 +468,11 @@ static void nowait_remember(dev_t dev, long fstype, int mode)
 	pthread_mutex_unlock(&nowait_lock);
 }
 
-int pc_nowait_for_dir(int dirfd, int may_use_cold_page)
+/* The mode of the filesystem of directory fd (dev, fstype), detected once. */
+static int nowait_for_fd(int fd, dev_t dev, long fstype, int may_use_cold_page)
 {
-	long fstype;
-	dev_t dev;
-	int fd, mode;
+	int mode;
 
-	if (dirfd < 0 && dirfd != AT_FDCWD)
-		return -EBADF;
-	fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return pc_neg_errno();
-	mode = pc_fs_key(fd, &dev, &fstype);
-	if (mode < 0) {
-		close(fd);
-		return mode;
-	}
 	pthread_mutex_lock(&nowait_detect_lock);
 	mode = pc_nowait_cached(dev, fstype);
 	if (mode < 0)
@@ -491,8 +482,93 @@ int pc_nowait_for_dir(int dirfd, int may_use_cold_page)
 	if (mode > PC_NOWAIT_UNKNOWN)
 		nowait_remember(dev, fstype, mode);
 	pthread_mutex_unlock(&nowait_detect_lock);
+	return mode;
+}
+
+/*
+ * Filesystems whose buffered reads go through the kernel's shared
+ * page-cache read path, where what a RWF_NOWAIT miss does (fail clean, or
+ * start readahead: 6.12+) is decided for all of them alike; each still
+ * says for itself whether it takes RWF_NOWAIT at all (doc/kernels.md).
+ */
+int pc_fs_shared_read_path(long fstype)
+{
+	switch ((unsigned long)fstype) {
+	case 0xEF53UL:     /* ext2, ext3, ext4 */
+	case 0x58465342UL: /* xfs */
+	case 0x9123683EUL: /* btrfs */
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+int pc_nowait_borrowed(long fstype, char *where, size_t size)
+{
+	const char *dirs[] = { secure_getenv("TMPDIR"), "/var/tmp", "/tmp", secure_getenv("HOME") };
+
+	if (!pc_fs_shared_read_path(fstype))
+		return PC_NOWAIT_UNKNOWN;
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		long dir_fstype;
+		dev_t dev;
+		int fd, mode;
+
+		if (!dirs[i] || dirs[i][0] != '/' || strlen(dirs[i]) >= PATH_MAX)
+			continue;
+		fd = open(dirs[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0) {
+			mode = pc_neg_errno();
+			if (pc_err_is_resource(mode))
+				return mode;
+			continue;
+		}
+		mode = pc_fs_key(fd, &dev, &dir_fstype);
+		/* only the scratch file there: never a cold page of a file */
+		if (mode == 0)
+			mode = pc_fs_shared_read_path(dir_fstype) ?
+				       nowait_for_fd(fd, dev, dir_fstype, 0) : PC_NOWAIT_UNKNOWN;
+		close(fd);
+		if (pc_err_is_resource(mode))
+			return mode;
+		if (mode == PC_NOWAIT_CLEAN || mode == PC_NOWAIT_DESTRUCTIVE) {
+			if (where && size)
+				snprintf(where, size, "%s", dirs[i]);
+			return mode;
+		}
+	}
+	return PC_NOWAIT_UNKNOWN;
+}
+
+static int nowait_for_dir(int dirfd, int may_use_cold_page, char *where, size_t size)
+{
+	long fstype;
+	dev_t dev;
+	int fd, mode;
+
+	if (where && size)
+		where[0] = '\0';
+	if (dirfd < 0 && dirfd != AT_FDCWD)
+		return -EBADF;
+	fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return pc_neg_errno();
+	mode = pc_fs_key(fd, &dev, &fstype);
+	if (mode == 0)
+		mode = nowait_for_fd(fd, dev, fstype, 0);
+	/* side-effect free first: a scratch file elsewhere, then (when the
+	 * caller allows it) a cold page of a file here */
+	if (mode == PC_NOWAIT_UNKNOWN)
+		mode = pc_nowait_borrowed(fstype, where, size);
+	if (mode == PC_NOWAIT_UNKNOWN && may_use_cold_page)
+		mode = nowait_for_fd(fd, dev, fstype, 1);
 	close(fd);
 	return mode;
+}
+
+int pc_nowait_for_dir(int dirfd, int may_use_cold_page)
+{
+	return nowait_for_dir(dirfd, may_use_cold_page, NULL, 0);
 }
 
 PC_EXPORT int pc_detect_nowait(int dirfd)
@@ -505,4 +581,11 @@ PC_EXPORT int pc_detect_nowait_flags(int dirfd, unsigned int flags)
 	if (flags & ~PC_DETECT_ALLOW_PERTURB)
 		return -EINVAL;
 	return pc_nowait_for_dir(dirfd, !!(flags & PC_DETECT_ALLOW_PERTURB));
+}
+
+PC_EXPORT int pc_detect_nowait_origin(int dirfd, char *where, size_t size)
+{
+	if (!where || !size)
+		return -EINVAL;
+	return nowait_for_dir(dirfd, 0, where, size);
 }

@@ -157,9 +157,14 @@ int pc_detect_mincore(void);
  * pc_detect_nowait() - how RWF_NOWAIT reads behave on the filesystem that
  * holds @dirfd (AT_FDCWD: the current directory); enum pc_nowait_mode.
  * Writes nothing but an unlinked O_TMPFILE there when the directory is
- * writable; otherwise it may use one non-resident page of a readable file in
- * that directory whose residency the caller can see (that page may end up
- * cached); otherwise PC_NOWAIT_UNKNOWN. Cached per filesystem (st_dev),
+ * writable. Otherwise, on a filesystem that reads through the kernel's
+ * shared page-cache read path (ext2/3/4, xfs, btrfs), where what a miss
+ * does is the kernel's and not the filesystem's, the mode an O_TMPFILE
+ * teaches on another such filesystem the caller may write ($TMPDIR,
+ * /var/tmp, /tmp, $HOME; pc_detect_nowait_origin() says which). Otherwise
+ * it may use one non-resident page of a readable file in that directory
+ * whose residency the caller can see (that page may end up cached);
+ * otherwise PC_NOWAIT_UNKNOWN. Cached per filesystem (st_dev),
  * except UNKNOWN; threads asking at once wait for one detection. Takes up
  * to a few hundred milliseconds the first time.
  * Returns the mode or -errno (-EBADF for a negative @dirfd other than
@@ -181,6 +186,19 @@ int pc_detect_nowait(int dirfd);
  * @since 0.1
  */
 int pc_detect_nowait_flags(int dirfd, unsigned int flags);
+
+/**
+ * pc_detect_nowait_origin() - pc_detect_nowait_flags(dirfd, 0), and where
+ * its answer was learned: where (size bytes, NUL-terminated) gets "" when
+ * a scratch file on dirfd's own filesystem taught it, or the directory
+ * ($TMPDIR, /var/tmp, /tmp, $HOME) of another filesystem whose scratch
+ * file did. The second happens when the caller may write nowhere on
+ * dirfd's filesystem and both filesystems read through the kernel's
+ * shared page-cache read path (ext2/3/4, xfs, btrfs), where a RWF_NOWAIT
+ * miss behaves alike. Returns the mode or -errno (-EINVAL: no buffer).
+ * @since 0.2
+ */
+int pc_detect_nowait_origin(int dirfd, char *where, size_t size);
 
 /**
  * pc_detect_cachestat() - who may call cachestat(2) here; enum

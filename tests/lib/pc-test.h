@@ -61,6 +61,38 @@ int pc_test_is_root(void);
  * a case differed. Not thread-safe (one test thread asks). */
 uint64_t pc_test_reclaimed_pages(int refresh_damon);
 
+/* A kernel the suite boots, and what it is known to do (tests/lib/pc-kernels.c;
+ * doc/kernels.md): mincore, cachestat and RWF_NOWAIT modes (RWF_NOWAIT on
+ * a filesystem that reads through the shared page-cache path, ext4 say) and
+ * whether io_uring works (1). */
+struct pc_test_kernel {
+	int major, minor;
+	int mincore, cachestat, nowait, io_uring;
+};
+
+/* The running kernel's row (by major.minor), or NULL when the table has none. */
+const struct pc_test_kernel *pc_test_kernel(void);
+
+/* What the running kernel's row says, for this process (under valgrind
+ * cachestat is absent); -1 when the table has no row for the kernel. */
+int pc_test_expect_mincore(void);
+int pc_test_expect_cachestat(void);
+int pc_test_expect_nowait(void);
+int pc_test_expect_io_uring(void);
+
+/* In a Check case: got equals want, the kernel table's answer; on a kernel
+ * the table lacks (want < 0), got is at least an answer (>= 0). */
+#define pc_test_assert_kernel(what, got, want)                                               \
+	do {                                                                                  \
+		int pc_got_ = (got), pc_want_ = (want);                                       \
+		if (pc_want_ >= 0)                                                            \
+			ck_assert_msg(pc_got_ == pc_want_, "%s: %d, where the kernel table says %d", \
+				      (what), pc_got_, pc_want_);                             \
+		else                                                                          \
+			ck_assert_msg(pc_got_ >= 0, "%s: %d (a kernel the table lacks)", (what), \
+				      pc_got_);                                               \
+	} while (0)
+
 /* Print "SKIP: <what>: <why>" so scripts/test.sh can collect it. */
 void pc_test_skip(const char *what, const char *why);
 

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <linux/capability.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,7 @@ struct fs_info {
 	char *mount_point;      /* NULL when not found */
 	unsigned int major, minor;
 	int nowait;             /* enum pc_nowait_mode or -errno */
+	char nowait_origin[PATH_MAX]; /* "" or the directory the mode was learned in */
 };
 
 struct caller {
@@ -248,7 +250,7 @@ static void examine_path(struct fs_info *fi)
 		}
 	}
 	/* not with a cold page of a file: audit changes no page cache */
-	fi->nowait = pc_detect_nowait_flags(dirfd, 0);
+	fi->nowait = pc_detect_nowait_origin(dirfd, fi->nowait_origin, sizeof(fi->nowait_origin));
 	close(dirfd);
 }
 
@@ -452,6 +454,12 @@ static void text_report(const struct audit *a, const struct channel *ch, size_t 
 		printf(", device %u:%u):\n              %-12s %s\n", fi->major, fi->minor,
 		       fi->nowait >= 0 ? pc_nowait_mode_name(fi->nowait) : "unknown",
 		       nowait_meaning(fi->nowait));
+		if (fi->nowait_origin[0]) {
+			printf("              (learned with a scratch file in ");
+			text_write_path(stdout, fi->nowait_origin, strlen(fi->nowait_origin));
+			printf(": you may write nowhere here, and both filesystems read through "
+			       "the kernel's shared page-cache path)\n");
+		}
 	}
 	printf("\nYou: uid %u, euid %u, fsuid %u; CAP_FOWNER %s, CAP_DAC_OVERRIDE %s, "
 	       "CAP_SYS_ADMIN %s, CAP_IPC_LOCK %s\n",
@@ -558,6 +566,7 @@ static void json_report(const struct audit *a, const struct channel *ch, size_t 
 		json_end_object(&j);
 		json_cstring(&j, "nowait", fi->nowait >= 0 ? pc_nowait_mode_name(fi->nowait) : "unknown");
 		json_cstring(&j, "meaning", nowait_meaning(fi->nowait));
+		json_cstring(&j, "nowait_learned_in", fi->nowait_origin[0] ? fi->nowait_origin : NULL);
 		json_end_object(&j);
 	}
 	json_end_array(&j);
