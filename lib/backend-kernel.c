@@ -567,7 +567,7 @@ static void *nobody_thread(void *p)
 	struct nobody_call *c = p;
 
 	/* fsuid and capabilities are per thread: leaving fsuid 0 drops the
-	 * filesystem capabilities of this thread only (KERNEL.md section 1). */
+	 * filesystem capabilities of this thread only (doc/kernels.md section 1). */
 	setfsgid(65534);
 	setfsuid(65534);
 	if ((uid_t)setfsuid((uid_t)-1) != 65534 || (gid_t)setfsgid((gid_t)-1) != 65534) {

@@ -107,7 +107,7 @@ struct pc_backend {
 
 /* ---- the strategy, written once (detect.c, residency.c) ------------------ */
 
-/* Decision procedures of KERNEL.md section 5; each returns the enum value
+/* Decision procedures of doc/kernels.md section 5; each returns the enum value
  * or -errno. They make no decision on what "this machine" is. */
 int pc_detect_mincore_on(struct pc_backend *b);
 int pc_detect_cachestat_on(struct pc_backend *b);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Which semantics the kernel applies (KERNEL.md section 5). The decision
+ * Which semantics the kernel applies (doc/kernels.md section 5). The decision
  * procedures run on any backend; the public pc_detect_*() run them once per
  * process on the real kernel.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Predicting the kernel's mincore gate (can_do_mincore, KERNEL.md section 1):
+ * Predicting the kernel's mincore gate (can_do_mincore, doc/kernels.md section 1):
  * a file's residency is revealed to the owner (by fsuid), to holders of
  * CAP_FOWNER over the file, and to anyone with write permission. A read-only
  * superblock denies write permission; a read-only bind mount does not.

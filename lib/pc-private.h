@@ -39,7 +39,7 @@ static inline uint64_t pc_div_round_up(uint64_t n, uint64_t d)
 }
 
 /* A page of a file of size bytes (pages of ps bytes) that no folio holds,
- * so never cached (KERNEL.md section 5): one page more than the largest
+ * so never cached (doc/kernels.md section 5): one page more than the largest
  * folio past the last page. Folios are at most PMD sized and aligned, and
  * a PMD maps a page table page of 8-byte entries: ps / 8 pages (2 MiB on
  * 4 KiB pages, 32 MiB on 16 KiB, 512 MiB on 64 KiB). */
@@ -53,7 +53,7 @@ int pc_sys_cachestat(int fd, uint64_t offset, uint64_t length, unsigned int flag
 		     struct pc_cachestat *out);
 
 /* Whether the calling thread is ignored by the gate because it owns the
- * file, holds CAP_FOWNER over it or may write it (KERNEL.md section 1),
+ * file, holds CAP_FOWNER over it or may write it (doc/kernels.md section 1),
  * without consulting the detected mincore mode: 1, 0 or -errno. */
 int pc_gate_predict(int fd);
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The RWF_NOWAIT batch prober: one 1-byte read per page, batched through
- * io_uring, or preadv2 when io_uring is unavailable (KERNEL.md sections 2, 4).
+ * io_uring, or preadv2 when io_uring is unavailable (doc/kernels.md sections 2, 4).
  */
 #include <fcntl.h>
 #include <liburing.h>

@@ -5,7 +5,7 @@
  * batch's residency is checked right before it is read, so only the holes
  * (wanted, not resident) are read: cachestat first (nothing or everything
  * present needs no bitmap), pc_residency_on() for a mixed span. Holes go out as readahead(2) calls of at
- * most a chunk each (one call brings at most ~8 MiB: KERNEL.md section 7)
+ * most a chunk each (one call brings at most ~8 MiB: doc/kernels.md section 7)
  * or as io_uring reads at a bounded queue depth into one scratch buffer
  * (the data is not wanted, only its trip through the page cache), or, with
  * PC_WARM_STREAM, as RWF_NOWAIT reads that start the kernel's own readahead
@@ -110,7 +110,7 @@ static uint64_t span_bytes(const struct warm *w, uint64_t page, uint64_t n)
 }
 
 /* One readahead(2) or WILLNEED call reads at most ~8 MiB (the larger of
- * read_ahead_kb and max_sectors_kb; KERNEL.md section 7): larger spans go
+ * read_ahead_kb and max_sectors_kb; doc/kernels.md section 7): larger spans go
  * out as several calls, or their tails would silently stay on disk. */
 #define PC_WARM_READAHEAD_CALL_MAX (UINT64_C(8) << 20)
 

@@ -24,6 +24,7 @@ PC_PACKAGES=(
 	groff-base mandoc                    # man page checks: groff -ww, mandoc -Tlint
 	clang libclang-rt-14-dev             # fuzz stage: -fsanitize=fuzzer needs libclang_rt.fuzzer
 	time                                 # GNU time: peak RSS in bench-scale.sh
+	qemu-system-x86 busybox-static cpio # kernel-6.1 stage: tests/vm/run.sh boots Debian's 6.1
 )
 
 PC_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -316,7 +316,7 @@ static int nobody_flags_probe(void *arg, void *buf, size_t bufsize)
 
 START_TEST(invalid_flags_probe_tells_gate_apart)
 {
-	/* KERNEL.md section 3: EPERM is checked before the flags */
+	/* doc/kernels.md section 3: EPERM is checked before the flags */
 	const char *hidden = pc_test_make_file("cs-probe-0644", 1, 0644, 0, 0);
 	const char *writable = pc_test_make_file("cs-probe-0666", 1, 0666, 0, 0);
 

@@ -150,7 +150,7 @@ def case_new_usage_errors_exit_2(env):
 # ---- audit -----------------------------------------------------------------
 
 def check_channels(doc):
-    """The verdict follows from the modes, by KERNEL.md's rules."""
+    """The verdict follows from the modes, by doc/kernels.md's rules."""
     mc, cs = doc["mincore"]["mode"], doc["cachestat"]["mode"]
     want_mc = {"full": "open", "gated-faked": "closed", "gated-mapped": "closed",
                "mapped-only": "closed", "useless": "closed", "unknown": "unknown"}[mc]

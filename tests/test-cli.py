@@ -76,7 +76,7 @@ def make_file(path, npages, mode=0o644, uid=None):
 
 def set_pattern(path, pages):
     """Evict the whole file, then read the listed pages one by one through a
-    POSIX_FADV_RANDOM fd (KERNEL.md section 7)."""
+    POSIX_FADV_RANDOM fd (doc/kernels.md section 7)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)

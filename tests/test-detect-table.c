@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The detector's decision table (KERNEL.md section 5) on the scripted
+ * The detector's decision table (doc/kernels.md section 5) on the scripted
  * backend: every mincore, cachestat and NOWAIT variant, seen by a root
  * caller that can switch to uid 65534, by an ordinary user, and by a
  * privileged caller that cannot switch. No expectation here depends on the

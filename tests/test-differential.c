@@ -15,7 +15,7 @@
  * result in a transcript; the transcripts must be equal byte for byte.
  *
  * What the real kernel does on its own is kept out of the comparison by
- * construction (KERNEL.md section 7), not by loosening it: files start cold
+ * construction (doc/kernels.md section 7), not by loosening it: files start cold
  * (evicted after they are written), patterns are built by evicting whole
  * files and reading chosen pages through a POSIX_FADV_RANDOM fd, touched
  * pages are far from other cached pages unless a scenario is about

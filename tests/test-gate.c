@@ -2,7 +2,7 @@
 /*
  * pc_can_do_mincore() against the kernel itself: for every case the kernel's
  * own answer is taken from a mapping of a page more than 2 MiB beyond EOF,
- * which is never cached (KERNEL.md section 5): mincore reports 1 there
+ * which is never cached (doc/kernels.md section 5): mincore reports 1 there
  * exactly when the gate failed and the answer is faked. Each case asserts
  * that the kernel did what the case expects AND that the prediction agrees.
  * Needs root (uid 65534 children, capabilities, mounts, user namespaces).

@@ -5,7 +5,7 @@
  * x 4 cachestat modes, for privileged and unprivileged tasks, over owned,
  * foreign and writable files, with several residency patterns, flag sets and
  * ranges. The strategy is the library's own (detect.c, residency.c) running
- * on the model backend; the oracle below is written from KERNEL.md alone:
+ * on the model backend; the oracle below is written from doc/kernels.md alone:
  *  - the detectors name the variant, whoever asks;
  *  - EXACT answers equal the page cache as it was before the call, and come
  *    from a source that tells this task the truth about this file (never a

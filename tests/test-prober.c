@@ -7,7 +7,7 @@
  * failures are injected the same way (a seccomp user-notification
  * supervisor) to check that the ring survives them.
  *
- * On this kernel a NOWAIT miss starts readahead (KERNEL.md section 2), so
+ * On this kernel a NOWAIT miss starts readahead (doc/kernels.md section 2), so
  * pages are probed from the highest to the lowest through a
  * POSIX_FADV_RANDOM fd, and each check sets its residency pattern anew.
  */
@@ -122,7 +122,7 @@ static uint64_t first_checked_page(void)
 
 /*
  * The other way round is rarer (seen once in about 10^5 hits): a resident
- * page can be reclaimed between mincore and its probe (kdamond, KERNEL.md
+ * page can be reclaimed between mincore and its probe (kdamond, doc/kernels.md
  * section 7), and EAGAIN may also come from a folio that is busy for a
  * moment. A wrong answer of the prober's own making (answers for the wrong
  * page, a stale answer) shows as many of both kinds.

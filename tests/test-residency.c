@@ -7,7 +7,7 @@
  *
  * Patterns are built right before each check (evict the whole file, read
  * chosen pages through a POSIX_FADV_RANDOM fd) and compared with what
- * mincore shows root at that moment (KERNEL.md section 7). When the truth
+ * mincore shows root at that moment (doc/kernels.md section 7). When the truth
  * moved during a call (background reclaim), the case sets the pattern up
  * again, a few times at most.
  */

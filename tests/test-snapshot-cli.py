@@ -126,7 +126,7 @@ def evict_tree(t):
 
 def set_pattern(path, pages):
     """Evict the whole file, then read the listed pages through a
-    POSIX_FADV_RANDOM fd (KERNEL.md section 7)."""
+    POSIX_FADV_RANDOM fd (doc/kernels.md section 7)."""
     evict(path)
     fd = os.open(path, os.O_RDONLY)
     try:

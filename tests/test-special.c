@@ -1012,7 +1012,7 @@ START_TEST(readonly_bind_mount_keeps_the_gate_open)
 		ok = vec_is_pattern(v, 16, p, ARRAY_LEN(p));
 		if (ok) {
 			/* writers by permission pass the gate: the mount's ro flag
-			 * does not count (KERNEL.md section 1) */
+			 * does not count (doc/kernels.md section 1) */
 			assert_exact_pattern(&o.s, 16, p, ARRAY_LEN(p));
 			ck_assert_int_eq(o.can_do, 1);
 			ck_assert_int_eq(c.s.quality, PC_QUALITY_EXACT);

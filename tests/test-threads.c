@@ -19,9 +19,9 @@
  * threads changes them: pc_residency() and pc_residency_mem() only map
  * (PROT_NONE, never touched) and ask mincore or cachestat, and the probers
  * probe only pages that are resident (a NOWAIT miss starts readahead on
- * this kernel, KERNEL.md section 2) and one page past EOF, through
+ * this kernel, doc/kernels.md section 2) and one page past EOF, through
  * POSIX_FADV_RANDOM fds. Something on these machines reclaims cold pages on
- * its own (KERNEL.md section 7), so a round whose pattern moved under it
+ * its own (doc/kernels.md section 7), so a round whose pattern moved under it
  * (checked with mincore after the threads are done) is run again.
  */
 #include <check.h>
@@ -914,7 +914,7 @@ static void run_threads(int nobody_first)
 				      "pattern, which held: first: %s", i, w[i].mismatches,
 				      w[i].mismatch);
 		/* A NOWAIT read of a resident page may still answer EAGAIN for a
-		 * folio busy at that moment (KERNEL.md section 2): rarely. */
+		 * folio busy at that moment (doc/kernels.md section 2): rarely. */
 		ck_assert_msg(misses <= 1 + hits / 1000, "%lu of %lu probes of resident pages "
 			      "missed", misses, hits + misses);
 		ck_assert_uint_gt(hits, 0);

@@ -4,7 +4,7 @@
  * preadv2(RWF_NOWAIT) and cachestat(2) answer, in each historical and
  * proposed variant, for tasks with given credentials over files with given
  * permissions and page cache contents. Written from the documented facts
- * (the project's KERNEL.md), not from kernel source.
+ * (doc/kernels.md), not from kernel source.
  *
  * Purposes: prove that the library's detector and pc_residency() never
  * mislabel an answer on kernels that cannot be booted here; let users and
@@ -28,7 +28,7 @@
  * and whether the page behind it is anonymous. Huge pages (THP, hugetlbfs)
  * are kept per base page: each page carries its own state.
  *
- * Simplifications where KERNEL.md says nothing (the kernel differs in
+ * Simplifications where doc/kernels.md says nothing (the kernel differs in
  * detail; the differential tests avoid these corners):
  *  - No writeback state: cachestat's writeback is always 0, fsync cleans at
  *    once, DONTNEED starts no writeback and skips dirty pages.

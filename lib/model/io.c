@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * File I/O: buffered reads with readahead, preadv2(RWF_NOWAIT), writes,
- * fsync, posix_fadvise and cachestat (KERNEL.md sections 2 and 3).
+ * fsync, posix_fadvise and cachestat (doc/kernels.md sections 2 and 3).
  */
 #include <string.h>
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * sys_mincore: the walk over VMAs, the per-VMA gate, and the per-page
- * answer in each semantics (KERNEL.md section 1).
+ * answer in each semantics (doc/kernels.md section 1).
  */
 #include <string.h>
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Permission checks: inode_permission() for reads and writes, and the
- * owner-or-writer test shared by mincore's gate and cachestat's (KERNEL.md
+ * owner-or-writer test shared by mincore's gate and cachestat's (doc/kernels.md
  * sections 1 and 3). The task has no supplementary groups; ACL entries are
  * rw- and the ACL mask is taken to allow them (as setfacl -m recomputes it).
  */

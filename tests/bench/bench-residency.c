@@ -12,7 +12,7 @@
  *   PC_BENCH_CASES        comma-separated subset of the cases to run
  *
  * Each case sets its residency pattern up right before it is measured (idle
- * caches fade under background reclaim, KERNEL.md section 7); the two sides
+ * caches fade under background reclaim, doc/kernels.md section 7); the two sides
  * run alternated in one process, the order swapped every round. Output: one
  * line per case,
  *   case=<name> ratio=<x> ours_ns_per_page=<n> mincore_ns_per_page=<n>

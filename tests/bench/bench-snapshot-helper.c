@@ -38,7 +38,7 @@
  *       readahead(2) over the whole file in chunks
  *   bench-snapshot-helper pattern FILE RUN_BYTES
  *       evict FILE, then read every other run of RUN_BYTES through a
- *       POSIX_FADV_RANDOM fd (KERNEL.md section 7)
+ *       POSIX_FADV_RANDOM fd (doc/kernels.md section 7)
  *   bench-snapshot-helper tree DIR NFILES SEED
  *       NFILES files of 4-64 KiB in 100 directories
  */

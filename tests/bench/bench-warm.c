@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * bench-warm: pc_warm()'s strategies against plain readahead(2) in 2 MiB
- * chunks (KERNEL.md section 7's fastest), on an evicted file; and on a file
+ * chunks (doc/kernels.md section 7's fastest), on an evicted file; and on a file
  * where every other 64 KiB run is wanted, against happycache's method
  * (POSIX_FADV_WILLNEED on runs of at most 8 pages, one call each). This is
  * what picked PC_WARM_DEFAULT.
@@ -13,7 +13,7 @@
  *
  * Each timing runs from the eviction until mincore shows 99.9% of the wanted
  * pages resident (readahead returns before the I/O lands; background reclaim
- * may take a few meanwhile, KERNEL.md section 7). Output, one line per
+ * may take a few meanwhile, doc/kernels.md section 7). Output, one line per
  * case: case=<name> ratio=<ours/reference throughput> mb_s=<n> ref_mb_s=<n>
  * resident_pct=<n> (the worst round) call_ms=<time in pc_warm itself>. Exit status 77 on tmpfs, 1 when a case left wanted
  * pages out.

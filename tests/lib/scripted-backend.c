@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The scripted backend: KERNEL.md's variants as a few hundred lines of
+ * The scripted backend: doc/kernels.md's variants as a few hundred lines of
  * bookkeeping. Every answer is derived from the per-page truth and the
  * configured variant, never from the machine the tests run on.
  */

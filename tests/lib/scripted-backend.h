@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A scripted implementation of struct pc_backend_ops: a tiny in-memory
- * kernel that answers as each variant of KERNEL.md would (mincore FULL,
+ * kernel that answers as each variant of doc/kernels.md would (mincore FULL,
  * GATED_FAKED, GATED_MAPPED, MAPPED_ONLY, USELESS; RWF_NOWAIT clean,
  * destructive, unsupported per filesystem; cachestat absent, blocked, gated,
  * open), so that the detector and the residency strategy can be checked on

@@ -3,7 +3,7 @@
  * pagecache audit: what this kernel reveals about the page cache and to
  * whom. The library's detectors (pc_detect_*) give the facts; this file
  * adds the filesystem of each PATH, the caller's own rights, and a verdict
- * on the side channels of KERNEL.md for unprivileged users.
+ * on the side channels of doc/kernels.md for unprivileged users.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -11,7 +11,7 @@
  * 2 MiB reads at depth 8 ~1.5 s. MADV_POPULATE_READ (5.14+) is the default:
  * it returns when the pages are read, so the rate it reports is the real
  * one, and it makes the large folios that later cachestat calls are fast
- * on (KERNEL.md section 7: readahead and WILLNEED make 4 KiB folios). The
+ * on (doc/kernels.md section 7: readahead and WILLNEED make 4 KiB folios). The
  * others stay available with --method; readahead and WILLNEED read at most
  * ~8 MiB per call, hence the chunks, and each chunk is waited for two
  * chunks later by reading one byte of its last page.
