@@ -542,7 +542,7 @@ int pc_nowait_borrowed(long fstype, char *where, size_t size)
 
 static int nowait_for_dir(int dirfd, int may_use_cold_page, char *where, size_t size)
 {
-	long fstype;
+	long fstype = 0;
 	dev_t dev;
 	int fd, mode;
 
