@@ -887,6 +887,7 @@ static int real_run(int index, struct rec *recs, char *why, size_t whylen)
 
 struct model {
 	struct pcm_kernel *k;
+	int cachestat_mode; /* the mode the model was told */
 	struct pcm_task *setup;
 	struct pcm_task *task[NTASKS];
 	struct pcm_file *file[NFILES];
@@ -1025,7 +1026,12 @@ static void model_task_step(struct model *m, const struct step *st, struct rec *
 		break;
 	case OP_CACHESTAT:
 		memset(&cs, 0, sizeof(cs));
-		ret = pcm_cachestat(fd, (uint64_t)st->b * PS, (uint64_t)st->c * PS, &cs);
+		/* a kernel without the syscall says ENOSYS before it looks at
+		 * the fd; the model's call needs an fd to find its kernel */
+		if (!fd && m->cachestat_mode == PC_CACHESTAT_ABSENT)
+			ret = -ENOSYS;
+		else
+			ret = pcm_cachestat(fd, (uint64_t)st->b * PS, (uint64_t)st->c * PS, &cs);
 		rec_set(r, ret, &cs, ret == 0 ? sizeof(cs) : 0);
 		break;
 	case OP_MMAP: {
@@ -1084,15 +1090,39 @@ static void model_task_step(struct model *m, const struct step *st, struct rec *
 
 static uint64_t readahead_pages; /* this disk's read_ahead_kb, in pages */
 
+/* The kernel the model is told it is: the kernel table's row for the
+ * running kernel (tests/lib/pc-kernels.c), or what the detector finds on a
+ * kernel the table lacks. */
+static void model_modes(int *mincore, int *nowait, int *cachestat)
+{
+	const struct pc_test_kernel *k = pc_test_kernel();
+	int dirfd;
+
+	if (k) {
+		*mincore = k->mincore;
+		*nowait = k->nowait;
+		*cachestat = pc_test_expect_cachestat(); /* valgrind: absent */
+		return;
+	}
+	dirfd = open(pc_test_dir(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(dirfd, 0);
+	*mincore = pc_detect_mincore();
+	*nowait = pc_detect_nowait(dirfd);
+	*cachestat = pc_detect_cachestat();
+	close(dirfd);
+}
+
 static void model_run(int index, struct rec *recs)
 {
 	static const unsigned int caps[NTASKS] = { PCM_CAP_FOWNER | PCM_CAP_DAC_OVERRIDE, 0, 0, 0 };
 	const struct scenario *sc = &scenarios[index];
+	int mincore, nowait, cachestat;
 	struct model m;
 
 	memset(&m, 0, sizeof(m));
-	ck_assert_int_eq(pcm_kernel_new(PC_MINCORE_GATED_FAKED, PC_NOWAIT_DESTRUCTIVE,
-					PC_CACHESTAT_GATED, &m.k), 0);
+	model_modes(&mincore, &nowait, &cachestat);
+	m.cachestat_mode = cachestat;
+	ck_assert_int_eq(pcm_kernel_new(mincore, nowait, cachestat, &m.k), 0);
 	ck_assert_int_eq(pcm_kernel_tune(m.k, PCM_TUNE_READAHEAD_PAGES, readahead_pages), 0);
 	ck_assert_int_eq(pcm_task_new(m.k, 0, 0, PCM_CAP_FOWNER | PCM_CAP_DAC_OVERRIDE, &m.setup), 0);
 	for (int t = 0; t < NTASKS; t++)
@@ -1242,9 +1272,38 @@ static long scratch_read_ahead_kb(void)
 	return kb;
 }
 
+/*
+ * Known model limitations: a scenario that differs on a kernel of the
+ * table (tests/lib/pc-kernels.c) for a reason we have seen and not yet
+ * modelled. There it must differ (so that the limitation is tested and the
+ * entry goes when the model learns the case); it is not counted as a
+ * mismatch. README.md and doc/kernels.md section 8 list them.
+ */
+static const struct {
+	int major, minor;
+	const char *scenario;
+	const char *why;
+} limitations[] = {
+	{ 6, 1, "root-fault-around-after-read-around",
+	  "6.1's read-around for a fault at page 20 of a cold 32-page file leaves page 24 out "
+	  "(pages 16-23 and 25-31 come in); the model reads 16-31, as 6.18 does" },
+};
+
+/* The limitation that applies to scenario name on this kernel, or NULL. */
+static const char *limitation(const char *name)
+{
+	const struct pc_test_kernel *k = pc_test_kernel();
+
+	for (size_t i = 0; k && i < sizeof(limitations) / sizeof(limitations[0]); i++)
+		if (limitations[i].major == k->major && limitations[i].minor == k->minor &&
+		    strcmp(limitations[i].scenario, name) == 0)
+			return limitations[i].why;
+	return NULL;
+}
+
 START_TEST(kernel_and_model_agree)
 {
-	int run = 0, skipped = 0, mismatched = 0, steps = 0;
+	int run = 0, skipped = 0, mismatched = 0, steps = 0, limited = 0;
 	long kb = scratch_read_ahead_kb();
 
 	if (kb < 0 || kb / 4 > 4096) {
@@ -1305,8 +1364,24 @@ START_TEST(kernel_and_model_agree)
 			pc_test_skip(scenarios[i].name, why);
 			skipped++;
 		} else {
+			const char *known = limitation(scenarios[i].name);
+
 			run++;
 			steps += n;
+			if (known && diffs) {
+				printf("%-48s DIFFERS, a known model limitation here: %s\n",
+				       scenarios[i].name, known);
+				limited++;
+				recs_free(real, n + 1);
+				recs_free(model, n + 1);
+				continue;
+			}
+			if (known) {
+				printf("%s: listed as a model limitation here, but the same: "
+				       "the model has learned the case, drop the entry\n",
+				       scenarios[i].name);
+				mismatched++;
+			}
 			if (diffs)
 				mismatched++;
 			printf("%-48s %s", scenarios[i].name, diffs ? "DIFFERS" : "same");
@@ -1317,8 +1392,8 @@ START_TEST(kernel_and_model_agree)
 		recs_free(real, n + 1);
 		recs_free(model, n + 1);
 	}
-	printf("differential: %d scenarios (%d steps) compared, %d skipped, %d differ\n", run,
-	       steps, skipped, mismatched);
+	printf("differential: %d scenarios (%d steps) compared, %d skipped, %d differ, "
+	       "%d differ as known model limitations\n", run, steps, skipped, mismatched, limited);
 	fflush(stdout);
 	ck_assert_int_ge(NSCENARIOS, 25);
 	ck_assert_int_ge(run + skipped, getenv("PC_DIFF_ONLY") ? 1 : NSCENARIOS);
