@@ -294,8 +294,16 @@ static int answer_by_probe(struct scan *s, unsigned int flags)
 	}
 	destructive = nowait != PC_NOWAIT_CLEAN;
 	/* A private open file description with FADV_RANDOM: the caller's fd
-	 * keeps its readahead state, and a miss reads in only that page. */
+	 * keeps its readahead state, and a miss reads in only that page. The
+	 * caller may hold an fd to a file it may not open itself (a 0400 file
+	 * of another user, passed or opened before a setfsuid()): where a miss
+	 * is clean, its own fd is probed then, with positional reads that
+	 * leave its offset alone and change no page cache. */
 	ret = s->b->ops->reopen_random(s->b, s->f, &pf);
+	if ((ret == -EACCES || ret == -EPERM) && !destructive) {
+		pf = s->f;
+		ret = 0;
+	}
 	if (ret < 0) {
 		if ((flags & PC_RES_FORCE_NOWAIT) || pc_err_is_resource(ret))
 			return ret;
@@ -305,7 +313,8 @@ static int answer_by_probe(struct scan *s, unsigned int flags)
 	r->resident = 0;
 	r->perturbed = destructive;
 	ret = fill_probe(s, pf, destructive, &source);
-	s->b->ops->close(s->b, pf);
+	if (pf != s->f)
+		s->b->ops->close(s->b, pf);
 	if (ret == -EOPNOTSUPP && !(flags & PC_RES_FORCE_NOWAIT)) {
 		make_unknown(r);
 		return 0;
