@@ -259,8 +259,8 @@ run_vm_stage() {
 
 # The tests the guest runs: the kernel and root suites, but for those that
 # still fail on 6.1 (README.md, "Kernels"):
-# special and snapshot-cli.
-vm_tests="cli cli-more detect residency prober gate open faults cachestat cli-special cli-open differential warm threads"
+# snapshot-cli.
+vm_tests="cli cli-more detect residency prober gate open faults cachestat cli-special cli-open differential warm threads special"
 if ((!quick)); then
 	run_vm_stage
 fi

@@ -375,6 +375,26 @@ static void assert_unknown(const struct snap *s, uint64_t npages)
 		ck_assert_int_eq(s->bit[0], -ENODATA);
 }
 
+/* A file mincore hides from uid 65534, asked without PC_RES_ALLOW_PERTURB:
+ * UNKNOWN, or, where a RWF_NOWAIT miss is clean (6.1: the kernel table)
+ * and the filesystem takes RWF_NOWAIT, an EXACT answer from that probe,
+ * which perturbed nothing. (That such answers equal root's mincore is
+ * test-residency's to show.) */
+static void assert_hidden(const struct snap *s, uint64_t npages)
+{
+	if (s->quality != PC_QUALITY_EXACT) {
+		assert_unknown(s, npages);
+		return;
+	}
+	ck_assert_int_eq(s->ret, 0);
+	ck_assert_msg(pc_test_expect_nowait() == PC_NOWAIT_CLEAN || pc_test_expect_nowait() < 0,
+		      "EXACT for a hidden file where RWF_NOWAIT is not clean");
+	ck_assert(s->source == PC_SOURCE_IO_URING || s->source == PC_SOURCE_PREADV2);
+	ck_assert_int_eq(s->perturbed, 0);
+	ck_assert_uint_eq(s->npages, npages);
+	ck_assert_uint_le(s->resident, npages);
+}
+
 /* cachestat usable by root here (not valgrind, not filtered). */
 static int have_cachestat(void)
 {
@@ -960,7 +980,7 @@ START_TEST(overlayfs_counts_the_real_files_pages)
 	/* uid 65534: the 0644 lower file is hidden (no NOWAIT to probe with),
 	 * the 0666 copied-up file is not */
 	as_nobody(low_m, -1, PC_RES_ALLOW_PERTURB, &o);
-	assert_unknown(&o.s, 16);
+	assert_hidden(&o.s, 16);
 	ck_assert_int_eq(o.can_do, 0);
 	set_pattern_path(up_r, p, 2);
 	as_nobody(up_m, -1, 0, &o);
@@ -1025,7 +1045,7 @@ START_TEST(readonly_bind_mount_keeps_the_gate_open)
 	}
 	ck_assert_msg(ok, "residency kept moving");
 	as_nobody(f644, -1, 0, &o);
-	assert_unknown(&o.s, 16);
+	assert_hidden(&o.s, 16);
 	/* same filesystem as the scratch directory: the same NOWAIT mode */
 	ck_assert_int_eq(nowait_of_dir(dst), nowait_of_dir(src));
 	undo_all();
@@ -1070,7 +1090,7 @@ START_TEST(readonly_superblock_hides_from_writers_by_permission)
 		if (ok) {
 			assert_exact_pattern(&s, 16, p, ARRAY_LEN(p)); /* root */
 			/* 0666, but a read-only superblock denies MAY_WRITE */
-			assert_unknown(&o.s, 16);
+			assert_hidden(&o.s, 16);
 			ck_assert_int_eq(o.can_do, 0);
 			ck_assert(o.cachestat == -EPERM || o.cachestat == -ENOSYS);
 		}
@@ -1078,7 +1098,7 @@ START_TEST(readonly_superblock_hides_from_writers_by_permission)
 	}
 	ck_assert_msg(ok, "residency kept moving");
 	as_nobody(path, -1, PC_RES_COUNT_ONLY, &o);
-	assert_unknown(&o.s, 16);
+	assert_hidden(&o.s, 16);
 	/* with ALLOW_PERTURB, uid 65534 probes (the pattern, and perturbed) */
 	ok = 0;
 	for (int attempt = 0; attempt < ATTEMPTS && !ok; attempt++) {
@@ -1094,7 +1114,9 @@ START_TEST(readonly_superblock_hides_from_writers_by_permission)
 			ok = o.s.resident == ARRAY_LEN(p); /* a false hit: again */
 			if (ok) {
 				assert_exact_pattern(&o.s, 16, p, ARRAY_LEN(p));
-				ck_assert_int_eq(o.s.perturbed, 1);
+				/* perturbed where a miss starts readahead (ext4 both) */
+				ck_assert_int_eq(o.s.perturbed,
+						 nowait_of_dir(scratch()) != PC_NOWAIT_CLEAN);
 			}
 		}
 		close(fd);
@@ -1253,7 +1275,7 @@ START_TEST(idmapped_mount_owner_through_the_idmap)
 	ck_assert_msg(ok, "residency kept moving");
 	/* the same inode by its plain path: someone else's 0644 file */
 	as_nobody(plain, -1, 0, &o);
-	assert_unknown(&o.s, 16);
+	assert_hidden(&o.s, 16);
 	ck_assert_int_eq(o.can_do, 0);
 	undo_all();
 }
@@ -1265,15 +1287,24 @@ END_TEST
  * hidden there and pc_residency() unknown, visible by the plain path.
  * With pages p of it resident; tried again while reclaim moves them.
  */
-static void assert_faked_for_root(const char *plain, const char *hidden, const uint64_t *p,
-				  size_t np)
+/*
+ * hidden: the file plain through a mount that hides it from root. Where
+ * the kernel fakes mincore there (every page 1 while plain shows the
+ * pattern), pc_can_do_mincore() must say 0 and pc_residency() UNKNOWN;
+ * where it shows the truth, 1 and the pattern. must_fake: the kernel table
+ * says this kernel fakes here (6.18, seen); otherwise either is accepted,
+ * as long as the library agrees with what the kernel does. Returns 1 when
+ * the kernel faked.
+ */
+static int assert_gate_for_root(const char *plain, const char *hidden, const uint64_t *p,
+				size_t np, int must_fake)
 {
-	int ok = 0;
+	int ok = 0, faked = 0;
 
 	for (int attempt = 0; attempt < ATTEMPTS && !ok; attempt++) {
 		struct pc_residency *r = NULL;
 		unsigned char plain_v[16], hidden_v[16];
-		int fd, hfd;
+		int fd, hfd, all = 1;
 
 		set_pattern_path(plain, p, np);
 		fd = open(plain, O_RDONLY | O_CLOEXEC);
@@ -1281,20 +1312,43 @@ static void assert_faked_for_root(const char *plain, const char *hidden, const u
 		ck_assert_int_ge(fd, 0);
 		ck_assert_int_ge(hfd, 0);
 		mincore_fd(hfd, 16, hidden_v);
-		ck_assert_int_eq(pc_can_do_mincore(hfd), 0);
-		ck_assert_int_eq(pc_residency(hfd, 0, 0, 0, &r), 0);
-		ck_assert_int_eq(pc_residency_quality(r), PC_QUALITY_UNKNOWN);
-		pc_residency_free(r);
-		ck_assert_int_eq(pc_can_do_mincore(fd), 1);
 		mincore_fd(fd, 16, plain_v);
+		ok = vec_is_pattern(plain_v, 16, p, np);
+		for (int i = 0; i < 16; i++)
+			all &= hidden_v[i] & 1;
+		faked = all;
+		if (ok && !faked)
+			ok = vec_is_pattern(hidden_v, 16, p, np);
+		if (ok) {
+			ck_assert_msg(faked || !must_fake, "%s: the kernel did not fake mincore", hidden);
+			ck_assert_int_eq(pc_can_do_mincore(hfd), !faked);
+			ck_assert_int_eq(pc_residency(hfd, 0, 0, 0, &r), 0);
+			if (!faked || pc_residency_quality(r) == PC_QUALITY_EXACT) {
+				/* the truth: mincore's, or a clean probe's where it fakes */
+				ck_assert_int_eq(pc_residency_quality(r), PC_QUALITY_EXACT);
+				ck_assert_msg(!faked || pc_test_expect_nowait() != PC_NOWAIT_DESTRUCTIVE,
+					      "%s: EXACT where mincore fakes and NOWAIT is destructive",
+					      hidden);
+				ck_assert_uint_eq(pc_residency_resident(r), np);
+				for (size_t k = 0; k < np; k++)
+					ck_assert_int_eq(pc_residency_test(r, p[k]), 1);
+			} else {
+				ck_assert_int_eq(pc_residency_quality(r), PC_QUALITY_UNKNOWN);
+			}
+			pc_residency_free(r);
+			ck_assert_int_eq(pc_can_do_mincore(fd), 1);
+		}
 		close(hfd);
 		close(fd);
-		ok = vec_is_pattern(plain_v, 16, p, np);
-		if (ok) /* the kernel's fake, which the prediction now expects */
-			for (int i = 0; i < 16; i++)
-				ck_assert_msg(hidden_v[i] & 1, "page %d not faked", i);
 	}
 	ck_assert_msg(ok, "residency kept moving");
+	return faked;
+}
+
+static void assert_faked_for_root(const char *plain, const char *hidden, const uint64_t *p,
+				  size_t np)
+{
+	assert_gate_for_root(plain, hidden, p, np, 1);
 }
 
 /*
@@ -1349,6 +1403,13 @@ END_TEST
  * pc_can_do_mincore() must say hidden there too (it said 1), and
  * pc_residency() unknown.
  */
+static int is_kernel(int major, int minor)
+{
+	const struct pc_test_kernel *k = pc_test_kernel();
+
+	return k && k->major == major && k->minor == minor;
+}
+
 START_TEST(idmapped_mount_under_overlay_hides_from_root)
 {
 	static const uint64_t p[] = { 3, 9 };
@@ -1365,7 +1426,10 @@ START_TEST(idmapped_mount_under_overlay_hides_from_root)
 		return;
 	}
 	snprintf(over, sizeof(over), "%s/root-0644", ovl);
-	assert_faked_for_root(plain, over, p, ARRAY_LEN(p));
+	/* 6.18 fakes here (seen); other kernels are held to their own answer */
+	if (!assert_gate_for_root(plain, over, p, ARRAY_LEN(p), is_kernel(6, 18)))
+		printf("NOTE: idmapped_mount_under_overlay: this kernel shows root the truth "
+		       "through the overlay\n");
 	undo_all();
 }
 END_TEST
@@ -1415,7 +1479,7 @@ START_TEST(overlay_metacopy_data_below_hides)
 	ck_assert_uint_eq(st.st_uid, 0);
 	as_nobody(over, -1, 0, &o);
 	ck_assert_int_eq(o.can_do, 0);
-	assert_unknown(&o.s, 16);
+	assert_hidden(&o.s, 16);
 	{
 		struct nobody_call c = { .path = over, .flags = O_PATH };
 		int can_do = -1;
@@ -1692,7 +1756,7 @@ START_TEST(deleted_but_open_file_is_measured)
 	/* uid 65534 with the inherited fd: hidden; probing works through
 	 * /proc/self/fd although the name is gone */
 	as_nobody(NULL, fd, 0, &o);
-	assert_unknown(&o.s, 32);
+	assert_hidden(&o.s, 32);
 	ok = 0;
 	for (int attempt = 0; attempt < ATTEMPTS && !ok; attempt++) {
 		set_pattern_fd(fd, p, ARRAY_LEN(p));
@@ -1700,7 +1764,7 @@ START_TEST(deleted_but_open_file_is_measured)
 		ok = o.s.resident == ARRAY_LEN(p);
 		if (ok) {
 			assert_exact_pattern(&o.s, 32, p, ARRAY_LEN(p));
-			ck_assert_int_eq(o.s.perturbed, 1);
+			ck_assert_int_eq(o.s.perturbed, nowait_of_dir(scratch()) != PC_NOWAIT_CLEAN);
 		}
 	}
 	ck_assert_msg(ok, "probing as uid 65534 never gave the pattern");
