@@ -77,6 +77,7 @@ struct pc_residency {
 	int quality;
 	int source;
 	int perturbed;
+	uint64_t uncertain; /* pages reported absent that a probe could not settle */
 	uint64_t *bits;
 };
 

@@ -253,6 +253,67 @@ static int fill_probe(struct scan *s, struct pc_bfile *pf, int descending, int *
 	return 0;
 }
 
+/* Whether bit i of r is set (0 outside the range). */
+static int probed_hit(const struct pc_residency *r, uint64_t i)
+{
+	return i < r->npages && pc_bitmap_test(r->bits, i);
+}
+
+/*
+ * A clean probe's misses between hits. A cached page can answer EAGAIN:
+ * the page a readahead window marks (where the next window is to start)
+ * does, without starting any I/O (seen on 6.1 after a sequential read:
+ * the first page past the read, with the window's pages after it cached;
+ * doc/kernels.md section 2), and so does one that is locked or still
+ * being read. Those sit between cached pages. Such misses are asked once
+ * more after a pause (a page under I/O lands meanwhile); those that miss
+ * again are counted as uncertain and stay reported absent. 0 or -errno.
+ */
+static int reprobe(struct scan *s, struct pc_bfile *pf, const uint64_t *pages, size_t n,
+		   int *source)
+{
+	struct pc_residency *r = s->r;
+	uint8_t hit[PC_PROBE_BATCH];
+	ssize_t got = s->b->ops->probe(s->b, pf, pages, n, hit, source);
+
+	if (got < 0)
+		return (int)got;
+	if ((size_t)got != n)
+		return -EIO;
+	for (size_t k = 0; k < n; k++) {
+		if (hit[k]) {
+			pc_bitmap_set(r->bits, pages[k] - r->first_page);
+			r->resident++;
+		} else {
+			r->uncertain++;
+		}
+	}
+	return 0;
+}
+
+static int settle_misses(struct scan *s, struct pc_bfile *pf, int *source)
+{
+	struct pc_residency *r = s->r;
+	uint64_t pages[PC_PROBE_BATCH];
+	size_t n = 0;
+	int ret = 0;
+
+	for (uint64_t i = 1; i + 1 < r->npages && ret == 0; i++) {
+		if (probed_hit(r, i) || !probed_hit(r, i - 1) || !probed_hit(r, i + 1))
+			continue;
+		if (n == 0)
+			s->b->ops->pause_ms(s->b, 20);
+		pages[n++] = r->first_page + i;
+		if (n == PC_PROBE_BATCH) {
+			ret = reprobe(s, pf, pages, n, source);
+			n = 0;
+		}
+	}
+	if (ret == 0 && n)
+		ret = reprobe(s, pf, pages, n, source);
+	return ret;
+}
+
 /* Forget a partial fill. */
 static void reset_bits(struct pc_residency *r)
 {
@@ -311,8 +372,13 @@ static int answer_by_probe(struct scan *s, unsigned int flags)
 		return 0;
 	}
 	r->resident = 0;
+	r->uncertain = 0;
 	r->perturbed = destructive;
 	ret = fill_probe(s, pf, destructive, &source);
+	/* a destructive probe's misses read their pages in: nothing to ask
+	 * again, and asking would find its own reads */
+	if (ret == 0 && !destructive && r->bits)
+		ret = settle_misses(s, pf, &source);
 	if (pf != s->f)
 		s->b->ops->close(s->b, pf);
 	if (ret == -EOPNOTSUPP && !(flags & PC_RES_FORCE_NOWAIT)) {
@@ -553,6 +619,11 @@ PC_EXPORT int pc_residency_source(const struct pc_residency *r)
 PC_EXPORT int pc_residency_perturbed(const struct pc_residency *r)
 {
 	return r ? r->perturbed : -EINVAL;
+}
+
+PC_EXPORT uint64_t pc_residency_uncertain(const struct pc_residency *r)
+{
+	return r ? r->uncertain : 0;
 }
 
 PC_EXPORT uint64_t pc_residency_file_size(const struct pc_residency *r)

@@ -1681,6 +1681,47 @@ static const char *bits(const struct pc_residency *r)
 	return s;
 }
 
+/*
+ * 6.1 (seen): after a sequential read, the page the readahead window
+ * marked for the next window is cached, yet a RWF_NOWAIT read of it fails
+ * with EAGAIN and starts nothing; a clean probe of the file therefore
+ * reports it absent, and pc_residency() counts it as uncertain. A plain
+ * read of it spends the mark.
+ */
+START_TEST(clean_nowait_misses_a_readahead_marked_page)
+{
+	struct pcm_kernel *k = kernel(PC_MINCORE_GATED_FAKED, PC_NOWAIT_CLEAN, PC_CACHESTAT_ABSENT);
+	struct pcm_task *root = task(k, 0, 0, ALLCAPS);
+	struct pcm_task *nobody = task(k, NOBODY, NOBODY, 0);
+	struct pcm_file *f = file(k, 0, 0, 0644, 64);
+	struct pcm_fd *rd = fd_open(root, f, PCM_O_RDONLY), *probe;
+	struct pc_residency *r;
+	uint64_t cached = 0, mark = 0;
+
+	ck_assert_int_eq(pcm_pread(rd, 0, 1), 1); /* a fresh fd's first read: a window */
+	for (uint64_t p = 0; p < 64; p++) {
+		cached += pcm_file_resident(f, p) == 1;
+		if (pcm_file_page_state(f, p) & PCM_PAGE_RA_MARK)
+			mark = p;
+	}
+	ck_assert_uint_gt(cached, 2);
+	ck_assert_uint_eq(mark, 1); /* the first page past the read */
+	probe = fd_open(nobody, f, PCM_O_RDONLY);
+	ck_assert_int_eq(pcm_preadv2_nowait(probe, mark), -EAGAIN);
+	ck_assert_int_eq(pcm_preadv2_nowait(probe, 0), 1);
+	OK(pcm_residency(probe, 0, 0, 0, &r));
+	ck_assert_int_eq(pc_residency_quality(r), PC_QUALITY_EXACT);
+	ck_assert_int_eq(pc_residency_test(r, mark), 0);
+	ck_assert_uint_eq(pc_residency_resident(r), cached - 1);
+	ck_assert_uint_eq(pc_residency_uncertain(r), 1);
+	pc_residency_free(r);
+	/* read, the mark is spent: a hit like any other */
+	ck_assert_int_eq(pcm_pread(rd, mark, 1), 1);
+	ck_assert_int_eq(pcm_preadv2_nowait(probe, mark), 1);
+	pcm_kernel_free(k);
+}
+END_TEST
+
 START_TEST(residency_exact_when_the_gate_passes)
 {
 	struct pcm_kernel *k = kernel_618();
@@ -1873,6 +1914,7 @@ int main(void)
 	tcase_add_test(tc, gate_fails_on_no_inode_mappings_even_for_root);
 	tcase_add_test(tc, open_checks_permissions_in_order);
 	tcase_add_test(tc, truth_counts_only_up_to_date_pages);
+	tcase_add_test(tc, clean_nowait_misses_a_readahead_marked_page);
 	tcase_add_test(tc, cow_page_in_private_mapping_goes_through_swap);
 	tcase_add_test(tc, migration_and_hwpoison_entries_read_1);
 	tcase_add_test(tc, thp_reads_1_and_unstable_pmd_depends_on_semantics);

@@ -162,6 +162,7 @@ int pcm_file_set(struct pcm_file *f, int attr, uint64_t value);
 #define PCM_PAGE_SHADOW    0x08 /* a shadow entry left by reclaim (cachestat's evicted) */
 #define PCM_PAGE_SWAP      0x10 /* tmpfs: the page is in swap */
 #define PCM_PAGE_SWAPCACHE 0x20 /* tmpfs: ... and still in the swap cache */
+#define PCM_PAGE_RA_MARK   0x40 /* where a readahead window marked the next one's start */
 
 /**
  * pcm_file_cache() - @page is in the page cache and up to date (a shadow or

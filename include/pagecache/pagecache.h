@@ -372,6 +372,14 @@ int pc_residency_quality(const struct pc_residency *r);
 int pc_residency_source(const struct pc_residency *r);
 /** 1 if probing may have brought pages into the cache, else 0. @since 0.1 */
 int pc_residency_perturbed(const struct pc_residency *r);
+/**
+ * pc_residency_uncertain() - how many pages a RWF_NOWAIT probe reported
+ * absent without being sure: misses between two cached pages that missed
+ * again when asked once more (a cached page can answer EAGAIN: the page a
+ * readahead window marks, or one that is locked). 0 for every other
+ * source, and for NULL. @since 0.2
+ */
+uint64_t pc_residency_uncertain(const struct pc_residency *r);
 /** The file's size in bytes when the scan started (0 for pc_residency_mem()). @since 0.1 */
 uint64_t pc_residency_file_size(const struct pc_residency *r);
 

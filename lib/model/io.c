@@ -71,6 +71,10 @@ static void readahead_miss(struct pcm_fd *fd, uint64_t page, uint64_t n)
 		return;
 	}
 	read_window(fd, page, size > n ? size : n);
+	/* the window marks its first page past the read: a later read
+	 * there would start the next window (doc/kernels.md section 2) */
+	if (size > n && page + n < fd->file->npages)
+		fd->file->pages[page + n] |= PCM_PAGE_RA_MARK;
 }
 
 PC_EXPORT int pcm_pread(struct pcm_fd *fd, uint64_t page, uint64_t npages)
@@ -98,6 +102,7 @@ PC_EXPORT int pcm_pread(struct pcm_fd *fd, uint64_t page, uint64_t npages)
 		if (!has_pagecache_io(f) && !(f->pages[p] & (PCM_PAGE_PRESENT | PCM_PAGE_SWAP)))
 			continue;
 		pcm_file_read_wait(f, p);
+		f->pages[p] &= (uint8_t)~PCM_PAGE_RA_MARK; /* read: the mark is spent */
 	}
 	fd->fresh = 0;
 	fd->prev_end = page + n;
@@ -117,6 +122,13 @@ PC_EXPORT int pcm_preadv2_nowait(struct pcm_fd *fd, uint64_t page)
 		return -EOPNOTSUPP;
 	if (page >= f->npages)
 		return 0;
+	/* A cached page a readahead window marked: the read would start the
+	 * next window, which RWF_NOWAIT may not, so it fails as a miss does,
+	 * starting nothing (seen on 6.1). Kernels whose misses read ahead
+	 * (6.12+) are not known to do it: there the page is a hit. */
+	if (pcm_page_cached(f, page) && (f->pages[page] & PCM_PAGE_RA_MARK) &&
+	    k->nowait_mode == PC_NOWAIT_CLEAN)
+		return -EAGAIN;
 	if (pcm_page_cached(f, page)) {
 		fd->fresh = 0;
 		fd->prev_end = page + 1;

@@ -150,6 +150,7 @@ struct row {
 	uint64_t size, pages, resident;
 	int quality, source;
 	bool perturbed;
+	uint64_t uncertain;          /* pc_residency_uncertain() */
 	bool has_cs;                 /* --stats and cachestat answered */
 	struct pc_cachestat cs;
 	struct pc_residency *r;      /* --map: the result with its bitmap */
@@ -159,6 +160,7 @@ struct totals {
 	uint64_t files, size, pages;
 	uint64_t known_files, known_pages, resident_pages;
 	uint64_t unknown_files, perturbed_files;
+	uint64_t uncertain_pages;    /* reported absent, not sure of it */
 	uint64_t errors, skipped, filtered;
 	uint64_t top_unknown;        /* --top: unknown files left out of the ranking */
 };

@@ -361,6 +361,7 @@ static void json_row(struct report *rep, const struct row *row)
 	json_cstring(j, "quality", pc_quality_name(row->quality));
 	json_cstring(j, "source", pc_source_name(row->source));
 	json_bool(j, "perturbed", row->perturbed);
+	json_uint(j, "uncertain_pages", row->uncertain);
 	if (rep->stats) {
 		if (row->has_cs) {
 			json_begin_object(j, "cachestat");
@@ -542,6 +543,7 @@ static void json_totals(struct report *rep, const struct totals *t)
 		json_null(j, "percent");
 	json_uint(j, "unknown_files", t->unknown_files);
 	json_uint(j, "perturbed_files", t->perturbed_files);
+	json_uint(j, "uncertain_pages", t->uncertain_pages);
 	json_uint(j, "errors", t->errors);
 	json_uint(j, "skipped", t->skipped);
 	json_uint(j, "filtered", t->filtered);
@@ -585,6 +587,11 @@ static void text_totals(struct report *rep, const struct totals *t)
 	if (rep->top && t->top_unknown)
 		fprintf(rep->out, "note: --top left out %llu unknown file%s\n",
 			(unsigned long long)t->top_unknown, t->top_unknown == 1 ? "" : "s");
+	if (t->uncertain_pages)
+		fprintf(rep->out,
+			"note: %llu page%s reported absent may be cached: a RWF_NOWAIT probe "
+			"could not tell (a readahead window's mark; see pc_residency(3))\n",
+			(unsigned long long)t->uncertain_pages, t->uncertain_pages == 1 ? "" : "s");
 	if (rep->perturb_column && t->perturbed_files)
 		fprintf(rep->out,
 			"note: probing %llu hidden file%s may have brought pages into the cache\n",

@@ -299,6 +299,7 @@ static void measure(const struct stat_ctx *c, int fd, const struct stat *st, uin
 	row->quality = pc_residency_quality(r);
 	row->source = pc_residency_source(r);
 	row->perturbed = pc_residency_perturbed(r) > 0;
+	row->uncertain = pc_residency_uncertain(r);
 	if (c->stats && row->quality != PC_QUALITY_UNKNOWN)
 		row->has_cs = pc_cachestat(fd, 0, 0, &row->cs) == 0;
 	if (c->rep.map)
@@ -333,6 +334,7 @@ static int report_file(struct stat_ctx *c, struct measured *m, const char *path,
 	}
 	if (row.perturbed)
 		c->t.perturbed_files++;
+	c->t.uncertain_pages += row.uncertain;
 
 	if (c->sort != SORT_NONE || c->rep.top) {
 		ret = hold_row(c, &row, path, len);
