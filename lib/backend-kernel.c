@@ -38,7 +38,6 @@ struct pc_bfile {
 	int fd;
 	int owned;                 /* close fd in close() */
 	struct pc_prober *prober;  /* made on the first probe */
-	void *run_buf;             /* k_probe_run()'s, made on its first read */
 	void *map;                 /* PROT_NONE mapping of pages [0, map_npages): never touched */
 	uint64_t map_npages;
 	int map_tried;
@@ -84,7 +83,6 @@ int pc_kernel_bfile_wrap(int fd, struct pc_bfile **out)
 static void k_release(struct pc_bfile *f)
 {
 	pc_prober_free(f->prober);
-	free(f->run_buf);
 	if (f->map)
 		munmap(f->map, (size_t)(f->map_npages * (uint64_t)pc_page_size()));
 	if (f->owned)
@@ -289,34 +287,6 @@ static ssize_t k_probe(struct pc_backend *b, struct pc_bfile *f, const uint64_t 
 	}
 	*source = pc_prober_source(f->prober);
 	return pc_prober_probe(f->prober, f->fd, pages, n, resident);
-}
-
-/* Up to 1 MiB per read: the data is copied out and never looked at. */
-#define PC_RUN_READ_PAGES 256
-
-static int64_t k_probe_run(struct pc_backend *b, struct pc_bfile *f, uint64_t page, uint64_t n)
-{
-	uint64_t ps = (uint64_t)pc_page_size();
-	struct iovec iov;
-	ssize_t got;
-
-	(void)b;
-	if (n > PC_RUN_READ_PAGES)
-		n = PC_RUN_READ_PAGES;
-	if (!f->run_buf) {
-		f->run_buf = malloc(PC_RUN_READ_PAGES * ps);
-		if (!f->run_buf)
-			return -ENOMEM;
-	}
-	iov.iov_base = f->run_buf;
-	iov.iov_len = (size_t)(n * ps);
-	do
-		got = preadv2(f->fd, &iov, 1, (off_t)(page * ps), RWF_NOWAIT);
-	while (got < 0 && errno == EINTR);
-	if (got < 0)
-		return errno == EAGAIN ? 0 : pc_neg_errno();
-	/* a partial last page is the file's end, and cached */
-	return (int64_t)((uint64_t)got / ps + ((uint64_t)got % ps != 0));
 }
 
 static int k_reopen_random(struct pc_backend *b, struct pc_bfile *f, struct pc_bfile **out)
@@ -692,7 +662,6 @@ static const struct pc_backend_ops kernel_ops = {
 	.mincore = k_mincore,
 	.cachestat = k_cachestat,
 	.probe = k_probe,
-	.probe_run = k_probe_run,
 	.reopen_random = k_reopen_random,
 	.gate_predict = k_gate_predict,
 	.modes = k_modes,

@@ -57,12 +57,6 @@ struct pc_backend_ops {
 	 * PC_SOURCE_IO_URING or PC_SOURCE_PREADV2. n or -errno. */
 	ssize_t (*probe)(struct pc_backend *b, struct pc_bfile *f, const uint64_t *pages,
 			 size_t n, uint8_t *resident, int *source);
-	/* Optional (NULL: not offered). One RWF_NOWAIT read of up to n pages
-	 * (n <= 256) from page: how many pages of the cached prefix it returned (a short
-	 * read stops at the first page not cached; 0 for a miss at page, or
-	 * EOF), or -errno. Only where a miss is clean: on a destructive
-	 * kernel the read would start readahead of the rest. */
-	int64_t (*probe_run)(struct pc_backend *b, struct pc_bfile *f, uint64_t page, uint64_t n);
 	/* A new open file description of the same file, read-only, with
 	 * POSIX_FADV_RANDOM, so that probing does not disturb the caller's fd
 	 * (its readahead state). Closed with close(). 0 or -errno. */

@@ -220,31 +220,6 @@ static int fill_cachestat(struct scan *s, uint64_t page, uint64_t n)
 /* RWF_NOWAIT probes over the range. Destructive kernels: from the last page
  * to the first, since readahead only goes forward, so each answer is true
  * when it is taken. */
-/* The cached pages from index from of r on, read as runs: how many were
- * set, or -errno. */
-static int64_t extend_run(struct scan *s, struct pc_bfile *pf, uint64_t from)
-{
-	struct pc_residency *r = s->r;
-	uint64_t i = from;
-
-	while (i < r->npages) {
-		uint64_t want = r->npages - i < PC_PROBE_BATCH ? r->npages - i : PC_PROBE_BATCH;
-		int64_t got = s->b->ops->probe_run(s->b, pf, r->first_page + i, want);
-
-		if (got < 0)
-			return got;
-		if ((uint64_t)got > want)
-			got = (int64_t)want;
-		for (int64_t k = 0; k < got; k++)
-			pc_bitmap_set(r->bits, i + (uint64_t)k);
-		r->resident += (uint64_t)got;
-		i += (uint64_t)got;
-		if ((uint64_t)got < want)
-			break; /* a short read: the page after the prefix is not cached */
-	}
-	return (int64_t)(i - from);
-}
-
 static int fill_probe(struct scan *s, struct pc_bfile *pf, int descending, int *source)
 {
 	struct pc_residency *r = s->r;
@@ -274,16 +249,6 @@ static int fill_probe(struct scan *s, struct pc_bfile *pf, int descending, int *
 			}
 		}
 		done += n;
-		/* a cached run that goes on past the batch: where a miss is
-		 * clean, one read returns its cached prefix, so the rest of
-		 * the run costs a read per 1 MiB, not a probe per page */
-		if (!descending && hit[n - 1] && s->b->ops->probe_run) {
-			int64_t more = extend_run(s, pf, done);
-
-			if (more < 0)
-				return (int)more;
-			done += (uint64_t)more;
-		}
 	}
 	return 0;
 }
