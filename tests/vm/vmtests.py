@@ -5,11 +5,12 @@
     python3 tests/vm/vmtests.py log PLAN OUTDIR TESTLOG
 
 plan reads `meson introspect --tests BUILDDIR` and writes PLAN: one line
-per test that the guest runs, "NAME<TAB>TIMEOUT<TAB>ARGV" where ARGV is a
-shell-quoted command line ("env K=V ... cmd args") that the guest's runner
-starts from BUILDDIR. The tests named, or those of the suites named (by
-default kernel and root), in meson's priority order. A python3 that meson
-found on the host (a pyenv shim, say) becomes the guest's /usr/bin/python3.
+per test that the guest runs (a benchmark is named bench:NAME),
+"NAME<TAB>TIMEOUT<TAB>ARGV" where ARGV is a shell-quoted command line
+("env K=V ... cmd args") that the guest's runner starts from BUILDDIR.
+The tests named, or those of the suites named (by default kernel and
+root), in meson's priority order. A python3 that meson found on the
+host (a pyenv shim, say) becomes the guest's /usr/bin/python3.
 
 log reads the guest's results (OUTDIR/results: "NAME RC SECONDS" lines,
 OUTDIR/NAME.log: the test's output) and writes TESTLOG in the shape of
@@ -41,6 +42,12 @@ def plan(argv):
         suites = list(DEFAULT_SUITES)
     tests = json.loads(subprocess.run(["meson", "introspect", "--tests", builddir],
                                       check=True, capture_output=True, text=True).stdout)
+    # benchmarks as bench:NAME (meson runs them only with --benchmark)
+    for b in json.loads(subprocess.run(["meson", "introspect", "--benchmarks", builddir],
+                                       check=True, capture_output=True, text=True).stdout):
+        b["name"] = "bench:" + b["name"]
+        b["suite"] = []
+        tests.append(b)
     known = {t["name"] for t in tests}
     missing = [n for n in names if n not in known]
     if missing:
