@@ -29,6 +29,9 @@
 #ifndef HUGETLBFS_MAGIC
 #define HUGETLBFS_MAGIC 0x958458f6
 #endif
+#ifndef TMPFS_MAGIC
+#define TMPFS_MAGIC 0x01021994
+#endif
 
 /* Files of more pages than this get one mapping for all their mincore
  * windows, instead of one mmap/munmap per window. */
@@ -48,6 +51,7 @@ struct pc_bfile {
 	int fs_known;              /* fs_blind_* below are set */
 	int fs_blind_cachestat;    /* overlayfs: cachestat counts an empty mapping */
 	int fs_blind_mincore;      /* hugetlbfs: no 4 KiB mapping, PTEs only */
+	int fs_holes_uncached;     /* tmpfs: data lives only in the page cache */
 };
 
 static long k_page_size(struct pc_backend *b)
@@ -188,7 +192,7 @@ static void map_whole(struct pc_bfile *f, uint64_t ps)
 
 struct mnt_fs {
 	uint64_t mnt_id;           /* 0: empty slot */
-	int blind_cachestat, blind_mincore;
+	int blind_cachestat, blind_mincore, holes_uncached;
 };
 
 static __thread struct mnt_fs mnt_cache[PC_MNT_CACHE];
@@ -207,6 +211,7 @@ static void fs_check(struct pc_bfile *f)
 			if (mnt_cache[i].mnt_id == f->mnt_id) {
 				f->fs_blind_cachestat = mnt_cache[i].blind_cachestat;
 				f->fs_blind_mincore = mnt_cache[i].blind_mincore;
+				f->fs_holes_uncached = mnt_cache[i].holes_uncached;
 				return;
 			}
 		}
@@ -217,12 +222,40 @@ static void fs_check(struct pc_bfile *f)
 		f->fs_blind_cachestat = 1;
 	if ((unsigned long)sfs.f_type == HUGETLBFS_MAGIC)
 		f->fs_blind_mincore = 1;
+	if ((unsigned long)sfs.f_type == TMPFS_MAGIC)
+		f->fs_holes_uncached = 1;
 	if (!f->mnt_id)
 		return;
 	m = &mnt_cache[mnt_cache_next++ % PC_MNT_CACHE];
 	m->mnt_id = f->mnt_id;
 	m->blind_cachestat = f->fs_blind_cachestat;
 	m->blind_mincore = f->fs_blind_mincore;
+	m->holes_uncached = f->fs_holes_uncached;
+}
+
+/* tmpfs keeps a file's data in the page cache (or swap) and nowhere else:
+ * SEEK_DATA finds every page that may be cached, and a hole has none
+ * (reading one copies zeroes without adding a page). */
+static int k_next_data(struct pc_backend *b, struct pc_bfile *f, uint64_t page, uint64_t *data)
+{
+	uint64_t ps = (uint64_t)pc_page_size();
+	off_t off;
+
+	(void)b;
+	fs_check(f);
+	if (!f->fs_holes_uncached)
+		return -EOPNOTSUPP;
+	if (page > (uint64_t)INT64_MAX / ps)
+		return -EOVERFLOW;
+	off = lseek(f->fd, (off_t)(page * ps), SEEK_DATA);
+	if (off < 0) {
+		if (errno != ENXIO)
+			return pc_neg_errno();
+		*data = UINT64_MAX; /* nothing but a hole up to EOF, or past EOF */
+		return 0;
+	}
+	*data = (uint64_t)off / ps;
+	return 0;
 }
 
 static int k_mincore(struct pc_backend *b, struct pc_bfile *f, uint64_t page,
@@ -660,6 +693,7 @@ static const struct pc_backend_ops kernel_ops = {
 	.page_size = k_page_size,
 	.fstat = k_fstat,
 	.mincore = k_mincore,
+	.next_data = k_next_data,
 	.cachestat = k_cachestat,
 	.probe = k_probe,
 	.reopen_random = k_reopen_random,

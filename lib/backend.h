@@ -49,6 +49,13 @@ struct pc_backend_ops {
 	 * resident, exactly as the kernel fills it. 0 or -errno. */
 	int (*mincore)(struct pc_backend *b, struct pc_bfile *f, uint64_t page,
 		       uint64_t npages, unsigned char *vec);
+	/* Optional (NULL: any hole may be cached). Where a file's data lives
+	 * only in the page cache (and swap), so that no page of a hole is ever
+	 * cached (tmpfs, memfds): *data = the first page at or after page that
+	 * holds data (lseek SEEK_DATA), UINT64_MAX when none does. -EOPNOTSUPP
+	 * elsewhere: a disk filesystem caches the zeroes read from a hole. */
+	int (*next_data)(struct pc_backend *b, struct pc_bfile *f, uint64_t page,
+			 uint64_t *data);
 	/* cachestat(2) of a byte range, flags passed through. 0 or -errno. */
 	int (*cachestat)(struct pc_backend *b, struct pc_bfile *f, uint64_t off,
 			 uint64_t len, unsigned int flags, struct pc_cachestat *out);

@@ -40,6 +40,7 @@ struct scan {
 	uint64_t ps;
 	struct pc_residency *r;
 	unsigned char *vec;    /* mincore window */
+	int holes_cached;      /* next_data cannot tell the holes: mincore them */
 	int used_mincore;
 	int used_cachestat;
 };
@@ -90,13 +91,33 @@ int pc_file_verdict(struct pc_backend *b, struct pc_bfile *f, const struct pc_mo
 	return pass ? PC_VERDICT_TRUTHFUL : PC_VERDICT_HIDDEN;
 }
 
+/*
+ * Where holes are never cached, the pages before the next data are not
+ * resident: step over them (where cachestat is missing, a 1 TiB sparse
+ * file on tmpfs is otherwise 2^28 pages of mincore, 46 s under valgrind).
+ * Asked once per window, so a dense file pays one lseek per window. Any
+ * failure only means mincore looks at every page.
+ */
+static uint64_t skip_hole(struct scan *s, uint64_t page, uint64_t end)
+{
+	uint64_t data;
+
+	if (s->holes_cached || !s->b->ops->next_data ||
+	    s->b->ops->next_data(s->b, s->f, page, &data) < 0) {
+		s->holes_cached = 1;
+		return page;
+	}
+	return data > page ? (data < end ? data : end) : page;
+}
+
 /* mincore over [page, page + n) into the bitmap, in bounded windows. */
 static int fill_mincore(struct scan *s, uint64_t page, uint64_t n)
 {
 	struct pc_residency *r = s->r;
+	uint64_t end = page + n;
 
-	while (n) {
-		uint64_t w = n < PC_WINDOW_PAGES ? n : PC_WINDOW_PAGES;
+	while ((page = skip_hole(s, page, end)) < end) {
+		uint64_t w = end - page < PC_WINDOW_PAGES ? end - page : PC_WINDOW_PAGES;
 		int ret = s->b->ops->mincore(s->b, s->f, page, w, s->vec);
 
 		if (ret < 0)
@@ -104,7 +125,6 @@ static int fill_mincore(struct scan *s, uint64_t page, uint64_t n)
 		r->resident += pc_bitmap_from_vec(r->bits, page - r->first_page, s->vec, w);
 		s->used_mincore = 1;
 		page += w;
-		n -= w;
 	}
 	return 0;
 }

@@ -1066,6 +1066,62 @@ START_TEST(sparse_16g_file_in_bounded_windows)
 }
 END_TEST
 
+/* A sparse 16 GiB file where cachestat is missing (before 6.5): on the
+ * memory filesystem, whose holes are never cached, mincore is asked only
+ * about the windows that hold data; on a disk, about every page. The
+ * answer is exact either way. */
+START_TEST(sparse_memfs_file_mincores_only_its_data)
+{
+	const uint64_t npages = (UINT64_C(16) << 30) / PS;
+	const uint64_t hot[] = { 0, 1, npages / 2 - 1, npages / 2, npages - 3 };
+	const unsigned int flags[] = { 0, PC_RES_FORCE_MINCORE };
+	const int fss[] = { PC_SCRIPTED_MEMFS, DISK };
+
+	for (size_t fi = 0; fi < 2 * (sizeof(flags) / sizeof(flags[0])); fi++) {
+		struct pc_sfile_opts o = { 0 };
+		struct pc_scripted_kernel k;
+		struct pc_residency *r = NULL;
+		struct pc_scripted *s;
+		struct pc_bfile *fd;
+		struct pc_sfile *file;
+		int fs = fss[fi / 2];
+		uint64_t asked;
+
+		kernel_for(&k, PC_MINCORE_GATED_FAKED, PC_CACHESTAT_ABSENT, PC_NOWAIT_CLEAN);
+		ck_assert_int_eq(pc_scripted_new(&k, &s), 0);
+		o.size = npages * PS;
+		o.fs = fs;
+		o.gate[PC_SCRIPTED_SELF] = 1;
+		o.predict[0] = o.predict[1] = -1;
+		file = pc_scripted_file_new(s, &o);
+		ck_assert_ptr_nonnull(file);
+		for (size_t i = 0; i < (sizeof(hot) / sizeof(hot[0])); i++)
+			pc_scripted_set_resident(file, hot[i], 1);
+		ck_assert_int_eq(pc_scripted_open(s, file, 0, &fd), 0);
+		ck_assert_int_eq(pc_residency_on(pc_scripted_backend(s), fd, 0, 0, flags[fi % 2], &r),
+				 0);
+		ck_assert_int_eq(pc_residency_quality(r), PC_QUALITY_EXACT);
+		ck_assert_uint_eq(pc_residency_resident(r), (sizeof(hot) / sizeof(hot[0])));
+		for (size_t i = 0; i < (sizeof(hot) / sizeof(hot[0])); i++)
+			ck_assert_int_eq(pc_residency_test(r, hot[i]), 1);
+		asked = pc_scripted_mincore_pages(s);
+		if (fs == PC_SCRIPTED_MEMFS)
+			/* three runs of data: a window each, and one page of the
+			 * verdict's probe past EOF */
+			CHECK(asked <= 3 * 16384 + 1, "flags %#x: %llu pages asked of mincore",
+			      flags[fi % 2], (unsigned long long)asked);
+		else
+			CHECK(asked >= npages, "flags %#x: only %llu pages asked on a disk",
+			      flags[fi % 2], (unsigned long long)asked);
+		pc_residency_free(r);
+		pc_scripted_backend(s)->ops->close(pc_scripted_backend(s), fd);
+		ck_assert_uint_eq(pc_scripted_open_handles(s), 0);
+		ck_assert_uint_eq(pc_scripted_misuse(s), 0);
+		pc_scripted_free(s);
+	}
+}
+END_TEST
+
 /* ---- failures on the way ---------------------------------------------------- */
 
 /* When the private description cannot be opened, nothing is probed and the
@@ -1147,6 +1203,7 @@ int main(void)
 	tcase_add_loop_test(tx, shrinking_file_reads_not_resident_past_new_end, 0,
 			    (int)(sizeof(shrink_cases) / sizeof(shrink_cases[0])) * 2);
 	tcase_add_test(tx, sparse_16g_file_in_bounded_windows);
+	tcase_add_test(tx, sparse_memfs_file_mincores_only_its_data);
 	tcase_add_test(tx, backend_errors_propagate);
 	suite_add_tcase(s, tx);
 

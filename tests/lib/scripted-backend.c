@@ -57,6 +57,7 @@ struct pc_scripted {
 	unsigned long foreign_changes;
 	unsigned long misuse;
 	uint64_t max_mincore;
+	uint64_t mincore_pages;
 	struct pc_scripted_probe *log;
 	size_t nlog, log_cap;
 };
@@ -179,6 +180,7 @@ static int op_mincore(struct pc_backend *b, struct pc_bfile *f, uint64_t page, u
 		return -EBADF;
 	if (npages > s->max_mincore)
 		s->max_mincore = npages;
+	s->mincore_pages += npages;
 	if (npages && !vec)
 		return -EFAULT;
 	/* a mapping of that many pages must fit in the address space */
@@ -186,6 +188,29 @@ static int op_mincore(struct pc_backend *b, struct pc_bfile *f, uint64_t page, u
 		return -ENOMEM;
 	for (uint64_t i = 0; i < npages; i++)
 		vec[i] = mincore_byte(s, f->file, page + i);
+	return 0;
+}
+
+/* The memory filesystem keeps data only in its cache: a page that is not
+ * resident there is a hole. Disk filesystems cannot say. */
+static int op_next_data(struct pc_backend *b, struct pc_bfile *f, uint64_t page, uint64_t *data)
+{
+	struct pc_scripted *s = ctx(b);
+	int ret = enter(s, PC_SOP_NEXT_DATA);
+
+	if (ret)
+		return ret;
+	if (!live(s, f))
+		return -EBADF;
+	if (f->file->fs != PC_SCRIPTED_MEMFS)
+		return -EOPNOTSUPP;
+	for (uint64_t p = page; p < file_npages(f->file); p++) {
+		if (page_resident(s, f->file, p)) {
+			*data = p;
+			return 0;
+		}
+	}
+	*data = UINT64_MAX;
 	return 0;
 }
 
@@ -594,6 +619,7 @@ static const struct pc_backend_ops scripted_ops = {
 	.page_size = op_page_size,
 	.fstat = op_fstat,
 	.mincore = op_mincore,
+	.next_data = op_next_data,
 	.cachestat = op_cachestat,
 	.probe = op_probe,
 	.reopen_random = op_reopen_random,
@@ -826,6 +852,11 @@ uint64_t pc_scripted_max_mincore_pages(const struct pc_scripted *s)
 	return s->max_mincore;
 }
 
+uint64_t pc_scripted_mincore_pages(const struct pc_scripted *s)
+{
+	return s->mincore_pages;
+}
+
 unsigned long pc_scripted_cachestat_queries(const struct pc_scripted *s)
 {
 	return s->cachestat_queries;
@@ -853,5 +884,6 @@ void pc_scripted_reset_counts(struct pc_scripted *s)
 	s->cachestat_queries = 0;
 	s->foreign_changes = 0;
 	s->max_mincore = 0;
+	s->mincore_pages = 0;
 	s->nlog = 0;
 }

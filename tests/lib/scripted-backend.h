@@ -58,6 +58,7 @@ enum pc_scripted_op {
 	PC_SOP_FIND_COLD_PAGE,
 	PC_SOP_AS_NOBODY,
 	PC_SOP_PAUSE_MS,
+	PC_SOP_NEXT_DATA,
 	PC_SOP_COUNT
 };
 
@@ -158,6 +159,8 @@ void pc_scripted_inject(struct pc_scripted *s, enum pc_scripted_op op, int err);
 unsigned long pc_scripted_calls(const struct pc_scripted *s, enum pc_scripted_op op);
 /* The largest npages one mincore call asked for. */
 uint64_t pc_scripted_max_mincore_pages(const struct pc_scripted *s);
+/* The pages asked of mincore in all (since the last reset). */
+uint64_t pc_scripted_mincore_pages(const struct pc_scripted *s);
 /* cachestat calls with flags == 0 (real questions, not permission probes). */
 unsigned long pc_scripted_cachestat_queries(const struct pc_scripted *s);
 /* Writes, syncs and evictions that hit a file that is not a scratch file. */
