@@ -20,6 +20,7 @@ reclaim, or fails every attempt, fails.
 
 import ctypes
 import ctypes.util
+import json
 import os
 import shutil
 import subprocess
@@ -268,3 +269,12 @@ def only_cases(var="PC_TEST_CASES"):
     """The case names of the comma-separated environment variable var."""
     value = os.environ.get(var)
     return set(value.split(",")) if value else None
+
+
+def nowait_clean(exe, path, timeout=60):
+    """True when RWF_NOWAIT misses are clean on path's filesystem (exe's
+    audit, as root): there uid 65534 gets exact answers for files the
+    kernel's mincore hides from it, by a probe without side effects."""
+    r = subprocess.run([exe, "audit", "--json", os.path.dirname(path) or "."],
+                       capture_output=True, timeout=timeout)
+    return json.loads(r.stdout)["filesystems"][0]["nowait"] == "clean"

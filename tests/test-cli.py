@@ -301,12 +301,7 @@ def need_root():
 
 
 def nowait_clean(path):
-    """True when RWF_NOWAIT misses are clean on path's filesystem (pagecache
-    audit, as root): there uid 65534 gets exact answers for files the
-    kernel's mincore hides from it, by a probe without side effects."""
-    r = subprocess.run([EXE, "audit", "--json", os.path.dirname(path) or "."],
-                       capture_output=True, timeout=TIMEOUT)
-    return json.loads(r.stdout)["filesystems"][0]["nowait"] == "clean"
+    return pc_cases.nowait_clean(EXE, path, TIMEOUT)
 
 
 def case_counts_agree_with_mincore(env):

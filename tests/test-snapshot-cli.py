@@ -26,6 +26,7 @@ import gzip
 import json
 import os
 import random
+import re
 import signal
 import struct
 import subprocess
@@ -918,6 +919,16 @@ def dropped_restore(env, name, npages, drop_from=None, others=None, evict_below=
     return victim, doc, err
 
 
+def dropped_pages(err):
+    """The pages of the readahead(2) call the dropra shim dropped, from its
+    line on stderr: restore sizes its calls by the device (1.25 MiB on
+    QEMU's virtio disk, 8 MiB on the build machine's)."""
+    m = re.search(rb"dropra-shim: dropped readahead\(.*, (\d+), (\d+)\)\n", err)
+    check(m is not None, f"no dropped call on stderr: {err!r}")
+    off, count = int(m.group(1)), int(m.group(2))
+    return max(0, (off + count) // PS - (off + PS - 1) // PS)  # the pages wholly in it
+
+
 def case_dropped_readahead_late(env):
     """dropped_readahead past the first 64 MiB of an 80 MiB file: restore's polls of
     a file that large start where the last one found a page missing, and a
@@ -926,8 +937,8 @@ def case_dropped_readahead_late(env):
     page is there."""
     need_root()
     npages = (80 << 20) // PS
-    victim, doc, _ = dropped_restore(env, "dropped-late", npages, drop_from=72 << 20)
-    check(doc["pages_read_again"] >= (2 << 20) // PS, f"read again: {doc}")
+    victim, doc, err = dropped_restore(env, "dropped-late", npages, drop_from=72 << 20)
+    check(doc["pages_read_again"] >= dropped_pages(err), f"read again: {doc}")
     check(doc["final_resident_percent"] == 100.0, f"final resident: {doc}")
     missing = set(range(npages)) - resident_pages(victim)
     check(not missing, f"victim pages missing after the restore: {sorted(missing)[:16]}")
@@ -943,8 +954,8 @@ def case_dropped_readahead_windows(env):
     need_root()
     # (two windows are enough under valgrind, which is slow to make them)
     npages = ((128 if UNDER_VALGRIND else 256) << 20) // PS
-    victim, doc, _ = dropped_restore(env, "dropped-windows", npages, drop_from=100 << 20)
-    check(doc["pages_read_again"] >= (2 << 20) // PS, f"read again: {doc}")
+    victim, doc, err = dropped_restore(env, "dropped-windows", npages, drop_from=100 << 20)
+    check(doc["pages_read_again"] >= dropped_pages(err), f"read again: {doc}")
     check(doc["final_resident_percent"] == 100.0, f"final resident: {doc}")
     missing = set(range(npages)) - resident_pages(victim)
     check(not missing, f"victim pages missing after the restore: {sorted(missing)[:16]}")
@@ -1017,7 +1028,7 @@ def case_dropped_readahead_slow_disk(env):
     check(p.returncode == 0 and b"dropra-shim: dropped readahead(" in p.stderr,
           f"restore: exit {p.returncode}: {p.stderr!r}")
     doc = json.loads(p.stdout)
-    dropped = (2 << 20) // PS
+    dropped = dropped_pages(p.stderr)
     check(dropped <= doc["pages_read_again"] <= 4 * dropped,
           f"read again {doc['pages_read_again']} pages for a call of {dropped}: {doc}")
     check(doc["final_resident_percent"] == 100.0 and doc["settle_end"] == "complete",
@@ -1084,11 +1095,11 @@ def case_dropped_readahead(env):
     pages never arrive, none is in flight, and restore reads them again
     before it measures. Counted as read again, and resident at the end."""
     need_root()
-    npages = (8 << 20) // PS  # four readahead(2) calls of 2 MiB
-    victim, doc, _ = dropped_restore(env, "dropped", npages, others={"other": 64})
+    npages = (8 << 20) // PS  # one readahead(2) call or several, by the device
+    victim, doc, err = dropped_restore(env, "dropped", npages, others={"other": 64})
     check(doc["pages_wanted"] == npages + 64, f"wanted: {doc}")
     # the dropped call's pages, and any that reclaim took meanwhile
-    check(doc["pages_read_again"] >= (2 << 20) // PS, f"read again: {doc}")
+    check(doc["pages_read_again"] >= dropped_pages(err), f"read again: {doc}")
     check(doc["pages_read"] - doc["pages_read_again"] ==
           doc["pages_wanted"] - doc["pages_already_resident"], f"counts: {doc}")
     check(doc["final_resident_percent"] == 100.0, f"final resident: {doc}")
@@ -1334,7 +1345,12 @@ def case_budget(env):
     for base, limit, procs in (("/sys/fs/cgroup/memory", "memory.limit_in_bytes", "cgroup.procs"),
                                ("/sys/fs/cgroup/unified", "memory.max", "cgroup.procs"),
                                ("/sys/fs/cgroup", "memory.max", "cgroup.procs")):
-        if os.path.exists(os.path.join(base, limit)) or \
+        try:  # v2's root cgroup has no memory.max, only the controller
+            with open(os.path.join(base, "cgroup.subtree_control")) as f:
+                v2_memory = "memory" in f.read().split()
+        except OSError:
+            v2_memory = False
+        if v2_memory or os.path.exists(os.path.join(base, limit)) or \
                 os.path.exists(os.path.join(base, "memory.limit_in_bytes")):
             try:
                 cg = os.path.join(base, f"pc-test-{os.getpid()}")
@@ -1395,22 +1411,36 @@ def case_budget(env):
 
 
 def case_nobody(env):
+    """uid 65534 dumps root's 0644 files and restores root's snapshot. Where
+    RWF_NOWAIT misses are clean (6.1) a probe sees those files exactly:
+    the dump records their pages and the restore measures its result;
+    elsewhere the kernel hides them, the dump says unknown, and a restore
+    skips them and cannot say how much came back."""
     need_root()
     t = env.path("t")
     os.mkdir(t)
     for n in ("a", "b"):
         make_file(os.path.join(t, n), 64)  # root's, 0644
         set_pattern(os.path.join(t, n), range(0, 16))
+    clean = pc_cases.nowait_clean(EXE, os.path.join(t, "a"), TIMEOUT)
     out = env.path("out")
     os.mkdir(out)
     os.chown(out, NOBODY, NOBODY)
     rc, doc, err = run_json(["dump", "-q", "-o", os.path.join(out, "snap"), t], as_nobody=True)
     check(rc == 0, f"dump as nobody: {rc} {err!r}")
-    check(doc["unknown_files"] == 2 and doc["resident_pages"] == 0,
-          f"hidden files recorded as resident: {doc}")
+    if clean:
+        check(doc["unknown_files"] == 0 and doc["resident_pages"] == 32 and
+              doc["perturbed_files"] == 0, f"clean NOWAIT, yet not the 32 pages: {doc}")
+    else:
+        check(doc["unknown_files"] == 2 and doc["resident_pages"] == 0,
+              f"hidden files recorded as resident: {doc}")
     rc, doc, err = run_json(["restore", "--fast", "-q", os.path.join(out, "snap")])
-    check(doc["skipped"]["unknown_at_capture"] == 2 and doc["pages_read"] == 0,
-          f"restore of unknown files: {doc}")
+    if clean:
+        check(doc["skipped"]["unknown_at_capture"] == 0 and doc["pages_read"] == 0 and
+              doc["pages_already_resident"] == 32, f"restore of resident pages: {doc}")
+    else:
+        check(doc["skipped"]["unknown_at_capture"] == 2 and doc["pages_read"] == 0,
+              f"restore of unknown files: {doc}")
     rc, _, err = run(["dump", "-q", "-o", env.path("rootsnap"), t])
     check(rc == 0, f"dump as root: {err!r}")
     check(os.stat(env.path("rootsnap")).st_mode & 0o077 == 0, "root's snapshot is readable")
@@ -1419,7 +1449,10 @@ def case_nobody(env):
     rc, doc, err = run_json(["restore", "-q", env.path("rootsnap")], as_nobody=True)
     check(rc == 0, f"restore as nobody: exit {rc}: {err!r}")
     check(doc["files_restored"] == 2 and doc["pages_read"] == 32, f"as nobody: {doc}")
-    check(doc["final_resident_percent"] is None, "nobody cannot measure, must say unknown")
+    if clean:
+        check(doc["final_resident_percent"] == 100.0, f"clean NOWAIT, nobody measures: {doc}")
+    else:
+        check(doc["final_resident_percent"] is None, "nobody cannot measure, must say unknown")
     # readahead returns before the I/O lands: wait for it here
     for n in ("a", "b"):
         for _ in range(100):
@@ -1483,11 +1516,11 @@ def case_dump_huge_sparse(env):
     first window's edge (2^27 pages) and near its end: dump measures a file
     that large a window at a time (one bitmap of a 1000 TiB file would take
     34 GB: "out of memory" ended the dump; that file took 0.02 s by hand),
-    in both formats, the run across the edge whole. Not 1000 TiB here: where
-    cachestat is missing (valgrind) each window is a mincore call."""
+    in both formats, the run across the edge whole. Where cachestat is
+    missing (before 6.5, valgrind) the windows are mincore calls that step
+    over tmpfs's holes: 2^28 pages of mincore took 46 s under valgrind and
+    212 s in the 6.1 guest before they did."""
     need_root()
-    if UNDER_VALGRIND:
-        raise Skip("valgrind has no cachestat(2): 2^28 pages of mincore took 46 s")
     t = env.path("huge")
     os.mkdir(t)
     if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", t]).returncode != 0:
