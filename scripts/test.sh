@@ -257,10 +257,9 @@ run_vm_stage() {
 	total_skipped=$((total_skipped + skipped))
 }
 
-# The tests the guest runs: the kernel and root suites, but for those that
-# still fail on 6.1 (README.md, "Kernels"):
-# snapshot-cli.
-vm_tests="cli cli-more detect residency prober gate open faults cachestat cli-special cli-open differential warm threads special"
+# The tests the guest runs: the kernel and root suites and the command's
+# tests (README.md, "Kernels").
+vm_tests="cli cli-more detect residency prober gate open faults cachestat cli-special cli-open differential warm threads special snapshot-cli"
 if ((!quick)); then
 	run_vm_stage
 fi

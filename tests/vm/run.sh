@@ -292,6 +292,11 @@ mount -t devpts devpts /dev/pts
 mount -t tmpfs -o mode=1777 shm /dev/shm
 mount -t tmpfs -o mode=0755 run /run
 mount -o remount,rw /
+# cgroup v2 with the memory and io controllers, for the budget and
+# throttled-disk cases (a guest without them skips those)
+if mount -t cgroup2 cgroup2 /sys/fs/cgroup; then
+	echo "+memory +io" >/sys/fs/cgroup/cgroup.subtree_control || true
+fi
 hostname pc-vm
 echo "pc-vm: up: \$(uname -r), \$(nproc) CPUs, \$(awk '/MemTotal/ { print int(\$2 / 1024) }' /proc/meminfo) MiB"
 if [[ ${PC_VM_SHELL:-0} == 1 ]]; then
