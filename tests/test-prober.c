@@ -13,6 +13,7 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -44,7 +45,18 @@ static uint64_t ps;
 /* Why a check failed; checks return NULL or this, so that a forked child
  * can run them too and send the reason back. */
 static char why[512];
-#define FAIL(...) (snprintf(why, sizeof(why), __VA_ARGS__), (const char *)why)
+
+/* why, formatted; a reason longer than why is cut short, which is fine */
+__attribute__((format(printf, 1, 2))) static const char *fail_why(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	return why;
+}
+#define FAIL(...) fail_why(__VA_ARGS__)
 #define CHECK(expr) do { const char *m_ = (expr); ck_assert_msg(!m_, "%s", m_); } while (0)
 
 static int cmp_desc(const void *a, const void *b)
@@ -413,9 +425,11 @@ static const char *expect_error(struct pc_prober *p, const char *path, int fd,
 			    strerror((int)-want));
 	fail = probe_vs_mincore(p, false, path, &hit, 1, pages, ARRAY_LEN(pages), &o);
 	if (fail) {
-		char inner[256];
+		char inner[sizeof(why)];
 
-		snprintf(inner, sizeof(inner), "%s", fail);
+		/* FAIL writes why, which fail points into */
+		memcpy(inner, fail, strnlen(fail, sizeof(inner) - 1));
+		inner[strnlen(fail, sizeof(inner) - 1)] = '\0';
 		return FAIL("after %s: %s", what, inner);
 	}
 	return NULL;

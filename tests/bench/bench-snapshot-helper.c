@@ -83,7 +83,7 @@ static double now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void die(const char *what, int err)
+static _Noreturn void die(const char *what, int err)
 {
 	fprintf(stderr, "bench-snapshot-helper: %s: %s\n", what, strerror(err < 0 ? -err : err));
 	exit(1);

@@ -3539,6 +3539,13 @@ static void lost_free(struct restore *c)
 
 /* ---- gentle by default ---- */
 
+/* Whether snprintf's result n fit a buffer of size bytes (a sysfs path
+ * that does not fit names no device: it is not looked at). */
+static bool path_fits(int n, size_t size)
+{
+	return n >= 0 && (size_t)n < size;
+}
+
 /* Whether the block device whose sysfs directory is dir (a disk or a
  * partition) is a rotating one: 1, 0, or -1 when it has no queue (not a
  * block device: tmpfs, NFS, overlayfs, btrfs's anonymous device). */
@@ -3551,7 +3558,9 @@ static int rotating(const char *dir)
 		FILE *f;
 
 		/* the second: a partition's queue is its disk's */
-		snprintf(path, sizeof(path), "%s/%squeue/rotational", dir, i ? "../" : "");
+		if (!path_fits(snprintf(path, sizeof(path), "%s/%squeue/rotational", dir,
+				   i ? "../" : ""), sizeof(path)))
+			continue;
 		f = fopen(path, "re");
 		if (!f)
 			continue;
@@ -3581,7 +3590,9 @@ static bool virtio_under(const char *dir, int depth)
 		ssize_t n;
 
 		/* the second: a partition's driver is its disk's */
-		snprintf(path, sizeof(path), "%s/%sdevice/driver", dir, i ? "../" : "");
+		if (!path_fits(snprintf(path, sizeof(path), "%s/%sdevice/driver", dir, i ? "../" : ""),
+			  sizeof(path)))
+			continue;
 		n = readlink(path, target, sizeof(target) - 1);
 		if (n <= 0)
 			continue;
@@ -3589,14 +3600,19 @@ static bool virtio_under(const char *dir, int depth)
 		base = strrchr(target, '/');
 		return strcmp(base ? base + 1 : target, "virtio_blk") == 0;
 	}
-	snprintf(path, sizeof(path), "%s/slaves", dir);
+	if (!path_fits(snprintf(path, sizeof(path), "%s/slaves", dir), sizeof(path)))
+		return false;
 	d = depth > 0 ? opendir(path) : NULL;
 	if (!d)
 		return false;
 	while ((e = readdir(d))) {
 		if (e->d_name[0] == '.')
 			continue;
-		snprintf(path, sizeof(path), "/sys/class/block/%s", e->d_name);
+		if (!path_fits(snprintf(path, sizeof(path), "/sys/class/block/%s", e->d_name),
+			  sizeof(path))) {
+			all = false;
+			break;
+		}
 		all = virtio_under(path, depth - 1);
 		if (!all)
 			break;
