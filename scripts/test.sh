@@ -36,6 +36,10 @@ set -euo pipefail
 # shellcheck source=scripts/setup.sh
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
+# Every build here treats warnings as errors; meson's default (a user's
+# build, scripts/run.sh, a distribution's) does not, as packagers expect.
+werror=-Dwerror=true
+
 quick=0
 for arg in "$@"; do
 	case $arg in
@@ -122,7 +126,7 @@ run_stage() {
 	printf '\n==== stage %s ====\n' "$name"
 
 	# shellcheck disable=SC2086 # options are words
-	if ! pc_setup_build "$dir" $options; then
+	if ! pc_setup_build "$dir" "$werror" $options; then
 		result="FAIL (build)"
 		failed=1
 	else
@@ -208,7 +212,7 @@ run_vm_stage() {
 	counts=$(mktemp)
 	start=$(now)
 	printf '\n==== stage %s ====\n' "$name"
-	if ! pc_setup_build "$dir"; then
+	if ! pc_setup_build "$dir" "$werror"; then
 		result="FAIL (build)"
 		failed=1
 	else
@@ -275,7 +279,7 @@ run_fuzz_stage() {
 	start=$(now)
 	printf '\n==== stage %s ====\n' "$name"
 
-	if ! (export CC=clang && pc_setup_build "$dir" -Dfuzzing=true -Db_lundef=false \
+	if ! (export CC=clang && pc_setup_build "$dir" "$werror" -Dfuzzing=true -Db_lundef=false \
 		-Dtests=disabled -Dexamples=false -Ddocs=disabled); then
 		result="FAIL (build)"
 		failed=1
