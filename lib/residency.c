@@ -54,9 +54,10 @@ int pc_file_verdict(struct pc_backend *b, struct pc_bfile *f, const struct pc_mo
 
 	if (m->mincore == PC_MINCORE_USELESS || m->mincore == PC_MINCORE_MAPPED_ONLY)
 		return PC_VERDICT_HIDDEN; /* file pages show only as mapped, or all as 1 */
-	/* The probe decides: a page that can never be cached reads 1 exactly
-	 * when the kernel fakes this file's answers. */
-	ret = b->ops->mincore(b, f, pc_div_round_up(size, ps) + PC_CHUNK_BYTES / ps + 1, 1, &v);
+	/* The probe decides: a page that can never be cached (past the last
+	 * page's largest folio, at any page size) reads 1 exactly when the
+	 * kernel fakes this file's answers. */
+	ret = b->ops->mincore(b, f, pc_never_cached_page(size, ps), 1, &v);
 	if (ret == -EACCES || ret == -ENODEV)
 		return PC_VERDICT_HIDDEN; /* fd not open for reading, or no mmap here:
 					   * mincore cannot answer, others may */

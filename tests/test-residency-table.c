@@ -1066,6 +1066,43 @@ START_TEST(sparse_16g_file_in_bounded_windows)
 }
 END_TEST
 
+/* The verdict's probe past EOF must land past the last page's largest
+ * folio, whatever the page size: a PMD folio is ps / 8 pages (2 MiB on
+ * 4 KiB pages, 512 MiB on 64 KiB), and a cached last page in one makes
+ * mincore read 1 for every page up to its end, as a fake would. A file the
+ * caller owns, where cachestat is missing and a probe would perturb, is
+ * answered exactly from mincore at every size. */
+START_TEST(verdict_probe_clears_the_last_pmd_folio)
+{
+	static const long sizes[] = { 4096, 16384, 65536 };
+	const uint64_t npages = 100;
+
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		struct pc_scripted_kernel k;
+		struct pc_residency *r = NULL;
+		struct world w;
+		uint64_t want = 0;
+
+		kernel_for(&k, PC_MINCORE_GATED_FAKED, PC_CACHESTAT_ABSENT, PC_NOWAIT_DESTRUCTIVE);
+		k.page_size = sizes[i];
+		k.pmd_tail = 1;
+		world_new(&w, &k, KIND_OWNED, npages * (uint64_t)sizes[i], every_third);
+		pc_scripted_set_resident(w.file, npages - 1, 1);
+		for (uint64_t p = 0; p < npages; p++)
+			want += pc_scripted_resident(w.file, p);
+		ck_assert_int_eq(pc_residency_on(w.b, w.fd, 0, 0, 0, &r), 0);
+		CHECK(pc_residency_quality(r) == PC_QUALITY_EXACT,
+		      "%ld-byte pages: quality %d for the caller's own file", sizes[i],
+		      pc_residency_quality(r));
+		ck_assert_uint_eq(pc_residency_resident(r), want);
+		ck_assert_int_eq(pc_residency_test(r, npages - 1), 1);
+		ck_assert_uint_eq(pc_scripted_calls(w.s, PC_SOP_PROBE), 0);
+		pc_residency_free(r);
+		world_free(&w);
+	}
+}
+END_TEST
+
 /* A sparse 16 GiB file where cachestat is missing (before 6.5): on the
  * memory filesystem, whose holes are never cached, mincore is asked only
  * about the windows that hold data; on a disk, about every page. The
@@ -1204,6 +1241,7 @@ int main(void)
 			    (int)(sizeof(shrink_cases) / sizeof(shrink_cases[0])) * 2);
 	tcase_add_test(tx, sparse_16g_file_in_bounded_windows);
 	tcase_add_test(tx, sparse_memfs_file_mincores_only_its_data);
+	tcase_add_test(tx, verdict_probe_clears_the_last_pmd_folio);
 	tcase_add_test(tx, backend_errors_propagate);
 	suite_add_tcase(s, tx);
 
