@@ -43,6 +43,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench-util.h"
 #include "pagecache/pagecache.h"
 
 #define FILE_PAGES 65536 /* 256 MiB of 4 KiB pages */
@@ -50,24 +51,8 @@
 #define MAX_ROUNDS 21
 #define NOBODY 65534
 
-static char file_path[4200];
-static char dir_path[4000];
+static const char *file_path;
 static long ps;
-
-static void cleanup(void)
-{
-	if (file_path[0])
-		unlink(file_path);
-	if (dir_path[0])
-		rmdir(dir_path);
-}
-
-static void on_signal(int sig)
-{
-	cleanup();
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
 
 static void die(const char *what)
 {
@@ -75,24 +60,9 @@ static void die(const char *what)
 	exit(1);
 }
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static double median(double *v, int n)
 {
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	qsort(v, (size_t)n, sizeof(*v), bench_cmp_double);
 	return v[n / 2];
 }
 
@@ -179,16 +149,16 @@ static void measure_as_nobody(const unsigned char *want, int preadv2_only, struc
 		die("open as uid 65534");
 	/* the first call also runs the one-time detection (a scratch file,
 	 * synced, evicted and watched for about 100 ms): timed apart */
-	t0 = now();
+	t0 = bench_now();
 	if (pc_residency(fd, 0, 0, 0, &r) < 0)
 		die("pc_residency");
-	out->first = now() - t0;
+	out->first = bench_now() - t0;
 	pc_residency_free(r);
 	r = NULL;
-	t0 = now();
+	t0 = bench_now();
 	if (pc_residency(fd, 0, 0, 0, &r) < 0)
 		die("pc_residency");
-	out->lib = now() - t0;
+	out->lib = bench_now() - t0;
 	if (pc_residency_quality(r) != PC_QUALITY_EXACT) {
 		out->status = 2;
 		return;
@@ -200,7 +170,7 @@ static void measure_as_nobody(const unsigned char *want, int preadv2_only, struc
 	pc_residency_free(r);
 	if (pc_prober_new(0, &p) < 0)
 		die("pc_prober_new");
-	t0 = now();
+	t0 = bench_now();
 	for (uint64_t i = 0; i < FILE_PAGES; i += 256) {
 		for (int k = 0; k < 256; k++)
 			pages[k] = i + (uint64_t)k;
@@ -210,7 +180,7 @@ static void measure_as_nobody(const unsigned char *want, int preadv2_only, struc
 			if (hit[k] != (want[i + (uint64_t)k] & 1))
 				out->status = 1;
 	}
-	out->pages = now() - t0;
+	out->pages = bench_now() - t0;
 	pc_prober_free(p);
 	close(fd);
 }
@@ -250,10 +220,10 @@ static double root_mincore(void)
 
 	if (fd < 0)
 		die("open");
-	t0 = now();
+	t0 = bench_now();
 	if (pc_residency(fd, 0, 0, PC_RES_FORCE_MINCORE, &r) < 0)
 		die("pc_residency(FORCE_MINCORE)");
-	t0 = now() - t0;
+	t0 = bench_now() - t0;
 	pc_residency_free(r);
 	close(fd);
 	return t0;
@@ -266,7 +236,6 @@ int main(void)
 		uint64_t run_pages, stride;
 	} layouts[] = { { "half", 512, 1024 }, { "sparse", 64, 1024 } };
 	const char *env = getenv("PC_BENCH_NOWAIT_ROUNDS");
-	const char *base = getenv("PC_BENCH_DIR");
 	int rounds = env ? atoi(env) : 5, failed = 0;
 	unsigned char *want;
 	char *buf;
@@ -279,16 +248,10 @@ int main(void)
 	if (rounds < 1 || rounds > MAX_ROUNDS)
 		rounds = 5;
 	ps = sysconf(_SC_PAGESIZE);
-	snprintf(dir_path, sizeof(dir_path), "%s/pc-bench-nowait-XXXXXX",
-		 base && *base ? base : "/var/tmp");
-	if (!mkdtemp(dir_path))
-		die("mkdtemp");
-	atexit(cleanup);
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	if (chmod(dir_path, 0755) < 0)
-		die("chmod");
-	snprintf(file_path, sizeof(file_path), "%s/file", dir_path);
+	/* 0755: uid 65534 reaches the file */
+	file_path = bench_scratch("pc-bench-nowait", "file", 0755);
+	if (!file_path)
+		die("a scratch directory in PC_BENCH_DIR");
 	fd = open(file_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	buf = malloc(1 << 20);
 	want = malloc(FILE_PAGES);

@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench-util.h"
 #include "pagecache/pagecache.h"
 
 #define MIB (UINT64_C(1) << 20)
@@ -41,31 +42,7 @@
 #define LIMIT_SECONDS 0.1
 #define SLACK_BYTES (16 * MIB) /* the window, the result, libc's arenas */
 
-static char file_path[4200];
-static char dir_path[4000];
-
-static void cleanup(void)
-{
-	if (file_path[0])
-		unlink(file_path);
-	if (dir_path[0])
-		rmdir(dir_path);
-}
-
-static void on_signal(int sig)
-{
-	cleanup(); /* unlink and rmdir are async-signal-safe */
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+static const char *file_path;
 
 /* The peak RSS of this process so far, in bytes. */
 static uint64_t peak_rss(void)
@@ -95,13 +72,6 @@ static uint64_t env_u64(const char *name, uint64_t def, uint64_t min, uint64_t m
 	return v;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 /* One call, checked; its time in seconds, or a negative value after a message. */
 static double one_call(int fd, unsigned int flags, uint64_t want_pages)
 {
@@ -109,9 +79,9 @@ static double one_call(int fd, unsigned int flags, uint64_t want_pages)
 	double t0, t1;
 	int ret;
 
-	t0 = now();
+	t0 = bench_now();
 	ret = pc_residency(fd, 0, 0, flags, &r);
-	t1 = now();
+	t1 = bench_now();
 	if (ret < 0) {
 		fprintf(stderr, "bench-sparse: pc_residency: %s\n", strerror(-ret));
 		return -1;
@@ -155,7 +125,7 @@ static int run_case(const char *name, int fd, unsigned int flags, uint64_t npage
 			return 1;
 	}
 	peak = peak_rss();
-	qsort(t, rounds, sizeof(t[0]), cmp_double);
+	qsort(t, rounds, sizeof(t[0]), bench_cmp_double);
 	median = rounds % 2 ? t[rounds / 2] : (t[rounds / 2 - 1] + t[rounds / 2]) / 2;
 	allowed = SLACK_BYTES + ((flags & PC_RES_COUNT_ONLY) ? 0 : (npages + 7) / 8);
 
@@ -200,7 +170,6 @@ int main(void)
 		{ "sparse_evicted", 0 },
 		{ "sparse_evicted_count", PC_RES_COUNT_ONLY },
 	};
-	const char *base = getenv("PC_BENCH_DIR");
 	uint64_t size, npages, ps;
 	unsigned int rounds;
 	int fd, status = 0;
@@ -210,22 +179,15 @@ int main(void)
 	size = env_u64("PC_BENCH_SPARSE_GIB", 1024, 1, 16 * 1024) * GIB;
 	ps = (uint64_t)pc_page_size();
 	npages = size / ps;
-	snprintf(dir_path, sizeof(dir_path), "%s/pc-bench-sparse.XXXXXX",
-		 base && *base ? base : "/var/tmp");
-	if (!mkdtemp(dir_path)) {
-		fprintf(stderr, "bench-sparse: mkdtemp %s: %s\n", dir_path, strerror(errno));
-		dir_path[0] = '\0';
+	file_path = bench_scratch("pc-bench-sparse", "sparse", 0700);
+	if (!file_path) {
+		fprintf(stderr, "bench-sparse: a scratch directory in PC_BENCH_DIR: %s\n",
+			strerror(errno));
 		return 1;
 	}
-	atexit(cleanup);
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	signal(SIGHUP, on_signal);
-	snprintf(file_path, sizeof(file_path), "%s/sparse", dir_path);
 	fd = open(file_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		fprintf(stderr, "bench-sparse: %s: %s\n", file_path, strerror(errno));
-		file_path[0] = '\0';
 		return 1;
 	}
 	if (ftruncate(fd, (off_t)size) < 0) {
