@@ -742,6 +742,275 @@ int64_t pc_warm(int fd, const struct pc_run *runs, size_t n, const struct pc_war
 int64_t pc_warm_snapshot(int fd, struct pc_snapshot_reader *rd, const struct pc_warm_opts *opts,
 			 struct pc_warm_stats *stats);
 
+/* ---- restore: a snapshot's pages back, beneath a root ---------------------- */
+
+/**
+ * pc_open_beneath() - open @relpath, a regular file beneath the directory
+ * @rootfd, for reading, and never anything outside it nor anything else:
+ * the string is checked first (pc_snapshot_path_check()), then resolved
+ * with openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS) or, where openat2 is
+ * missing (ENOSYS: before Linux 5.6, under valgrind) or with
+ * PC_BENEATH_WALK, a walk one component at a time that refuses every
+ * symlink and "..". The name is opened with O_PATH, checked with fstat and
+ * only then reopened: a device node's driver, a FIFO or a socket is never
+ * opened for reading. The fd is O_RDONLY | O_NONBLOCK | O_CLOEXEC, with
+ * O_NOATIME where the caller may use it. @st (may be NULL) gets its fstat.
+ * Thread-safe. Returns the fd or -errno: -EINVAL (an unsafe path: absolute,
+ * "..", empty) or -ENAMETOOLONG, -EXDEV (it resolves outside the root),
+ * -ELOOP (a symlink that leaves the root, or any symlink in a walk),
+ * -EBADFD (not a regular file), -EISDIR, -ENOTDIR, -ENOENT, an open error.
+ * pc_restore_event_name(pc_restore_refusal(err)) names such an answer.
+ * @since 0.2
+ */
+struct stat;
+int pc_open_beneath(int rootfd, const char *relpath, unsigned int flags, struct stat *st);
+
+/** pc_open_beneath() flags. */
+enum pc_beneath_flags {
+	PC_BENEATH_WALK = 1u << 0, /* the component walk, even where openat2 works */
+};
+
+/**
+ * pc_memory_budget() - the bytes a restore may bring into the page cache
+ * now: the least of MemAvailable and the room left in the caller's memory
+ * cgroup and each of its ancestors (v2: memory.max minus memory.current, v1:
+ * memory.limit_in_bytes minus memory.usage_in_bytes; their inactive file
+ * pages count as room, as MemAvailable counts the machine's). *@why (may be
+ * NULL) gets a static string that says which one set it. Thread-safe.
+ * Returns 0, or -ENODATA when nothing could be read (*@bytes is then
+ * UINT64_MAX and *@why "unknown").
+ * @since 0.2
+ */
+int pc_memory_budget(uint64_t *bytes, const char **why);
+
+/** One file of a restore's source. Owned by the source. */
+struct pc_restore_file {
+	size_t size;              /* sizeof(struct pc_restore_file) */
+	const char *path;         /* beneath the root; an absolute one must start
+				     with pc_restore_opts.root_path */
+	int identity;             /* 1: file_size, mtime_ns, dev, ino were recorded */
+	uint64_t file_size;       /* st_size at capture */
+	int64_t mtime_ns;         /* st_mtim at capture */
+	uint64_t dev, ino;        /* st_dev, st_ino at capture (0, 0: not known) */
+	int quality;              /* enum pc_quality: UNKNOWN files are skipped */
+	uint64_t npages;          /* recorded pages; 0 with identity: none */
+};
+
+/**
+ * The snapshot pc_restore() reads, as callbacks (the library reads its own
+ * format, pc_snapshot_source_new(); any other format is a caller's source).
+ * next_file(): 1 and *file (valid until the next call), 0 at the end, or
+ * -errno. next_run(): the next run of the current file in pc_page_size()
+ * pages, ascending: 1, 0 after its last, or -errno. rewind(): start again
+ * at the first file: 0, -ESPIPE when the source can be read only once (a
+ * pipe; also rewind NULL), or -errno. Errors should be sticky.
+ */
+struct pc_restore_source {
+	size_t size;              /* sizeof(struct pc_restore_source) */
+	void *arg;
+	int (*next_file)(void *arg, const struct pc_restore_file **file);
+	int (*next_run)(void *arg, struct pc_run *run);
+	int (*rewind)(void *arg);
+};
+
+/**
+ * pc_restore_source_validate() - read all of @src once and rewind it: 1
+ * when it is whole and valid, 0 when it cannot be read twice (nothing was
+ * read), or its -errno (the source says why). pc_restore() calls it unless
+ * told the caller did (PC_RESTORE_VALIDATED). @since 0.2
+ */
+int pc_restore_source_validate(const struct pc_restore_source *src);
+
+struct pc_snapshot_source;
+
+/**
+ * pc_snapshot_source_new() - a pc_restore_source over the native snapshot
+ * at @fd's current position (pc_snapshot_reader_new()), its runs converted
+ * to this machine's page size; it can be rewound when @fd is a regular
+ * file. Reads nothing yet. @fd stays the caller's; the source is used by
+ * one thread at a time. Returns 0 or -errno.
+ * @since 0.2
+ */
+int pc_snapshot_source_new(int fd, struct pc_snapshot_source **out);
+
+/** pc_snapshot_source_free() - free it; NULL is allowed. @since 0.2 */
+void pc_snapshot_source_free(struct pc_snapshot_source *s);
+
+/**
+ * pc_snapshot_source_get() - the callbacks of @s for pc_restore(), into @src
+ * (set its size first). @since 0.2
+ */
+void pc_snapshot_source_get(struct pc_snapshot_source *s, struct pc_restore_source *src);
+
+/**
+ * pc_snapshot_source_reader() - the reader @s reads with now (a rewind
+ * makes a new one; NULL after a rewind failed): pc_snapshot_read_header()
+ * on it gives the recorded root, pc_snapshot_reader_error() why a call of
+ * the source failed. @since 0.2
+ */
+struct pc_snapshot_reader *pc_snapshot_source_reader(struct pc_snapshot_source *s);
+
+/** In what order pc_restore() reads. */
+enum pc_restore_order {
+	PC_RESTORE_ORDER_AUTO = 0, /* DISK on a rotating disk (or virtio-blk), else FILE */
+	PC_RESTORE_ORDER_FILE,     /* the snapshot's order */
+	PC_RESTORE_ORDER_DISK,     /* small files by the disk address of their first
+				      wanted page, up to 65536 at a time */
+	PC_RESTORE_ORDER_PHYSICAL, /* every run sorted by its place on the disk
+				      (holds the whole snapshot's runs) */
+};
+
+/** Why files were skipped: the index of pc_restore_stats.skipped. */
+enum pc_restore_skip {
+	PC_RESTORE_SKIP_UNKNOWN_AT_CAPTURE = 0,
+	PC_RESTORE_SKIP_MISSING,
+	PC_RESTORE_SKIP_REFUSED,    /* an unsafe path, outside the root */
+	PC_RESTORE_SKIP_NOT_REGULAR,
+	PC_RESTORE_SKIP_CHANGED,    /* PC_RESTORE_STRICT */
+	PC_RESTORE_SKIP_NOT_REACHED,/* after a stop */
+	PC_RESTORE_SKIP_ERROR,      /* could not be opened, or replaced meanwhile */
+	PC_RESTORE_SKIP_COUNT,
+};
+#define PC_RESTORE_SKIP_MAX 16    /* room in pc_restore_stats.skipped */
+
+/** Why pc_restore() stopped before the end. */
+enum pc_restore_stop {
+	PC_RESTORE_STOP_NONE = 0,
+	PC_RESTORE_STOP_BUDGET,     /* the byte budget was spent */
+	PC_RESTORE_STOP_EVICTING,   /* its own pages were being evicted again */
+	PC_RESTORE_STOP_CANCELLED,  /* *pc_restore_opts.cancel was set */
+};
+
+/** What a pc_restore_event reports. */
+enum pc_restore_reason {
+	PC_RESTORE_EV_MISSING = 1,     /* skipped: missing */
+	PC_RESTORE_EV_NOT_BENEATH,     /* refused: an absolute path not beneath root_path */
+	PC_RESTORE_EV_OUTSIDE,         /* refused: it resolves outside the root (EXDEV) */
+	PC_RESTORE_EV_SYMLINK,         /* refused: a symlink (ELOOP) */
+	PC_RESTORE_EV_NAME_TOO_LONG,   /* refused: a component of more than NAME_MAX */
+	PC_RESTORE_EV_UNSAFE_PATH,     /* refused: absolute, or with ".." (EINVAL) */
+	PC_RESTORE_EV_NOT_REGULAR,     /* skipped: not a regular file */
+	PC_RESTORE_EV_OPEN_ERROR,      /* skipped: @error */
+	PC_RESTORE_EV_REPLACED,        /* skipped: replaced while the restore ran */
+	PC_RESTORE_EV_READ_ERROR,      /* a read failed (@error); the rest of the file left */
+	PC_RESTORE_EV_CHANGED,         /* its size or mtime changed since the capture */
+	PC_RESTORE_EV_RENAMED,         /* restored at @path: found by its device and inode */
+	PC_RESTORE_EV_SEARCH_FAILED,   /* the search for renamed files failed (@error) */
+};
+
+/** One event of a restore, for pc_restore_opts.event. */
+struct pc_restore_event {
+	size_t size;              /* sizeof(struct pc_restore_event) */
+	int reason;               /* enum pc_restore_reason */
+	const char *path;         /* as recorded, or beneath the root; NULL: none */
+	int error;                /* -errno for OPEN_ERROR, READ_ERROR, SEARCH_FAILED */
+	uint64_t index;           /* the file's place in the snapshot (from 0) */
+};
+
+/** How far a restore got, for pc_restore_opts.progress. */
+struct pc_restore_progress {
+	size_t size;              /* sizeof(struct pc_restore_progress) */
+	uint64_t files;           /* files of the snapshot taken so far */
+	uint64_t bytes_done;      /* read or queued */
+	double seconds;           /* since pc_restore() started */
+};
+
+/** pc_restore_opts.flags */
+enum pc_restore_flags {
+	PC_RESTORE_STRICT = 1u << 0,           /* skip files whose size or mtime changed */
+	PC_RESTORE_NO_FIND_RENAMED = 1u << 1,  /* do not look for missing files by inode */
+	PC_RESTORE_VALIDATED = 1u << 2,        /* the caller ran pc_restore_source_validate():
+						  1 in @validated */
+};
+
+/** pc_restore() options. Options block: set @size first, zero what you skip. */
+struct pc_restore_opts {
+	size_t size;              /* sizeof(struct pc_restore_opts) */
+	unsigned int flags;       /* enum pc_restore_flags */
+	int validated;            /* with PC_RESTORE_VALIDATED: what validate returned */
+	const char *root_path;    /* the root's absolute path, for absolute recorded
+				     paths (happycache); NULL: those are refused */
+	uint64_t max_bytes;       /* byte budget; 0: pc_memory_budget() */
+	uint64_t rate;            /* bytes per second at most; 0: no limit */
+	int order;                /* enum pc_restore_order */
+	int strategy;             /* enum pc_warm_strategy */
+	uint64_t chunk_bytes;     /* as pc_warm_opts */
+	unsigned int queue_depth; /* as pc_warm_opts */
+	unsigned int threads;     /* workers for small files, 1..16; 0: one per CPU,
+				     at most 4 */
+	const volatile int *cancel; /* set non-zero (any thread, a signal handler) to stop */
+	void (*progress)(const struct pc_restore_progress *p, void *arg);
+	void (*event)(const struct pc_restore_event *ev, void *arg);
+	void *arg;                /* for progress and event */
+};
+
+/** What pc_restore() did. Set @size first. */
+struct pc_restore_stats {
+	size_t size;              /* sizeof(struct pc_restore_stats) */
+	uint64_t files;           /* in the snapshot (up to a stop: all of them) */
+	uint64_t files_restored;
+	uint64_t files_without_pages;
+	uint64_t skipped[PC_RESTORE_SKIP_MAX]; /* by enum pc_restore_skip */
+	uint64_t changed;         /* size or mtime changed (restored unless STRICT) */
+	uint64_t renamed;         /* found by device and inode, restored there */
+	uint64_t pages_wanted;
+	uint64_t pages_beyond_eof;
+	uint64_t pages_resident_before;
+	int resident_before_quality; /* UNKNOWN: hidden for some file (all of it read) */
+	uint64_t pages_read;
+	uint64_t bytes_read;
+	uint64_t pages_read_again;/* read once more: gone before the end */
+	uint64_t pages_streamed;  /* of pages_read, left to the kernel's readahead */
+	uint64_t budget_bytes;    /* UINT64_MAX: no limit */
+	const char *budget_from;  /* "max_bytes", or pc_memory_budget()'s why */
+	int eviction_watch;       /* 0 on, else cachestat's -errno (off) */
+	uint64_t evicted_again_pages;
+	int stopped;              /* enum pc_restore_stop */
+	int read_error;           /* the last read error (-errno), 0: none */
+	int order;                /* enum pc_restore_order, as chosen */
+	const char *order_why;    /* PC_RESTORE_ORDER_AUTO's choice and why; else NULL */
+	const char *open_method;  /* how paths were opened */
+	double seconds;           /* the reading, without the final measurement */
+	uint64_t final_pages_wanted;
+	uint64_t final_pages_resident;
+	int final_quality;        /* EXACT, or UNKNOWN: the kernel hides some file */
+	double settle_seconds;    /* the final measurement (waiting for the reads) */
+	const char *settle_end;   /* why it ended: "complete", "quiet", ... */
+};
+
+/**
+ * pc_restore() - bring back the pages @src recorded, beneath the directory
+ * @rootfd (opened with pc_open_beneath() semantics: nothing outside it,
+ * regular files only), within a byte budget, and wait for them: the
+ * stats end with the wanted pages' residency once the reads landed. A
+ * source that can be rewound is validated whole first: a corrupt or
+ * truncated one reads nothing. Pages already resident are skipped; files
+ * whose size or mtime changed are restored (and reported) unless
+ * PC_RESTORE_STRICT; files missing from their path are looked for by device
+ * and inode. It stops early when the budget is spent, when the pages it
+ * read are evicted again (cachestat(2): the cache is full), or on cancel.
+ * Callbacks run on the calling thread. Thread-safe: it keeps no state
+ * between calls. Per-file failures are events and counts, not errors.
+ * Returns 0, or -errno: -EINVAL (bad arguments), the source's error, -EIO or
+ * -ENOMEM; @stats then holds what was done so far.
+ * @since 0.2
+ */
+int pc_restore(int rootfd, const struct pc_restore_source *src, const struct pc_restore_opts *opts,
+	       struct pc_restore_stats *stats);
+
+/**
+ * pc_restore_event_name(), pc_restore_skip_name(), pc_restore_stop_name(),
+ * pc_restore_order_name() - names: "refused: outside the root",
+ * "unknown_at_capture", "budget", "disk" ...; "unknown" for other values.
+ * pc_restore_refusal() - the enum pc_restore_reason for a pc_open_beneath()
+ * error. @since 0.2
+ */
+const char *pc_restore_event_name(int reason);
+const char *pc_restore_skip_name(int skip);
+const char *pc_restore_stop_name(int stop);
+const char *pc_restore_order_name(int order);
+int pc_restore_refusal(int err);
+
 #ifdef __cplusplus
 }
 #endif

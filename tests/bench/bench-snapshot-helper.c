@@ -290,7 +290,7 @@ static void *order_open(void *arg)
 			f->fd = -2;
 			continue;
 		}
-		f->key = disk_address(f->fd, f->runs[0].page * o->ps, f->runs[0].npages * o->ps);
+		f->key = pc_disk_address(f->fd, f->runs[0].page * o->ps, f->runs[0].npages * o->ps);
 		for (size_t k = 0; k < f->n && k < 64; k++) {
 			struct pc_cachestat cs;
 
@@ -469,7 +469,7 @@ static double direct_window(struct file *files, size_t from, size_t to, int dirf
 						die("memory", ENOMEM);
 				}
 				reads[nreads++] = (struct dread){
-					.phys = disk_address(fd, off, ps),
+					.phys = pc_disk_address(fd, off, ps),
 					.off = off,
 					.len = end - off < chunk ? end - off : chunk,
 					.fd = fd,

@@ -38,7 +38,7 @@ struct dump_ctx {
 	unsigned int res_flags;
 	bool quiet;
 	bool follow;               /* -L: a path may leave the root through a symlink */
-	struct beneath bn;         /* with -L: restore's way of opening, to check */
+	int rootfd;                /* with -L: the root, opened as restore opens */
 	uint64_t max_size;
 	struct pc_snapshot_writer *sw;
 	struct hc_writer *hw;
@@ -462,7 +462,7 @@ static int on_file(void *ctx, int fd, const struct stat *st, uint64_t mnt_id,
 		/* restore opens beneath the root only: a file reached through a
 		 * symlink that leaves it would be refused there */
 		struct stat bst;
-		int bfd = beneath_open(&c->bn, c->rel.data, &bst);
+		int bfd = pc_open_beneath(c->rootfd, c->rel.data, 0, &bst);
 
 		if (bfd >= 0) {
 			close(bfd);
@@ -765,7 +765,7 @@ static void summary(struct dump_ctx *c, FILE *f, bool json, const char *out, int
 
 int cmd_dump(int argc, char **argv)
 {
-	struct dump_ctx c = { .bn = { .rootfd = -1, .procfd = -1 } };
+	struct dump_ctx c = { .rootfd = -1 };
 	struct selection sel;
 	struct pc_snapshot_info info = { .size = sizeof(info) };
 	struct out_file ho = { .fd = -1, .dirfd = -1 };
@@ -876,12 +876,7 @@ int cmd_dump(int argc, char **argv)
 	}
 	if (sel.wo.follow) {
 		c.follow = true;
-		ret = beneath_init(&c.bn, root);
-		if (ret < 0) {
-			cli_error(root, strlen(root), "the root: %s", strerror(-ret));
-			ret = PC_EXIT_FAILED;
-			goto out;
-		}
+		c.rootfd = rootfd;
 	}
 	/* every PATH exists and lies beneath the root, or nothing is written
 	 * (a typo must not replace a good snapshot with an empty one) */
@@ -1025,7 +1020,6 @@ out:
 	hc_writer_free(c.hw);
 	out_free(&ho);
 	walk_free(w);
-	beneath_close(&c.bn);
 	if (rootfd >= 0)
 		close(rootfd);
 	free(root);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The snapshot subcommands (dump, restore, diff) and what they share: a
  * source of recorded files that reads the native format or happycache's,
- * the happycache reader and writer, and opening paths beneath a root. */
+ * the happycache reader and writer. */
 #ifndef PAGECACHE_SNAPCLI_H
 #define PAGECACHE_SNAPCLI_H
 
@@ -106,50 +106,7 @@ const char *snapsrc_root(const struct snapsrc *s);
 int snapsrc_failed(const struct snapsrc *s);
 /* Print one line for error err met reading s: the offset and the reason. */
 void snapsrc_report(const struct snapsrc *s, int err);
-
-/* ---- beneath.c: open a recorded path beneath a root, never outside ---- */
-
-struct beneath {
-	int rootfd;
-	int procfd;                /* /proc/self/fd, for the reopen; -1: by path */
-	int method;                /* 0 not chosen yet, 1 openat2, 2 component walk */
-};
-/* Open the root directory. Returns 0 or -errno. */
-int beneath_init(struct beneath *b, const char *root);
-void beneath_close(struct beneath *b);
-/* Open relpath (checked with pc_snapshot_path_check()) beneath the root,
- * read-only, non-blocking, O_NOATIME where permitted, and only when it is
- * a regular file (*st its fstat). Returns the fd or -errno: -EXDEV or
- * -ELOOP for a path that leaves the root or (walk) meets a symlink,
- * -EINVAL for an unsafe path, -EBADFD for something that is not a regular
- * file (never opened for reading: O_PATH first, then fstat). */
-int beneath_open(struct beneath *b, const char *relpath, struct stat *st);
-/* How paths are opened: "openat2(RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS)" or
- * "a component walk with O_NOFOLLOW (openat2 unavailable)". */
-const char *beneath_method(const struct beneath *b);
-
-/* ---- findino.c: files by device and inode beneath a root ---- */
-struct inode_key {
-	uint64_t dev, ino;
-	size_t i;                  /* the caller's */
-	char *found;               /* find_inodes(): a path beneath the root
-				    * (malloc'ed) of a regular file with that
-				    * device and inode number in its directory */
-};
-/* Read the tree beneath rootfd (getdents; no symlink followed, no file
- * opened) until every key without found has one, or *stop is set; sorts
- * keys (by device, then inode). Returns how many keys have found, or
- * -ENOMEM, -EMFILE, -ENFILE (the search could not be complete; keys found
- * so far keep their path). The caller checks what it finds: a directory
- * entry's inode
- * number can be stale, and the file can change before it is opened. */
-int find_inodes(int rootfd, struct inode_key *keys, size_t n,
-		const volatile sig_atomic_t *stop);
-
-/* ---- sizes of memory, for restore's budget (restore.c) ---- */
-/* min(MemAvailable, the cgroup's limit minus its usage less its inactive
- * file pages) in bytes, and in *why what set it: 0 when the cgroup is full,
- * UINT64_MAX and "unknown" when nothing could be read. */
-uint64_t memory_budget(const char **why);
+/* s as pc_restore() reads it: snapsrc_next_file(), _next_run(), _rewind(). */
+void snapsrc_source(struct snapsrc *s, struct pc_restore_source *src);
 
 #endif

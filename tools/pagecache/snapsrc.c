@@ -24,6 +24,7 @@ struct snapsrc {
 	struct pc_snapshot_reader *rd;
 	struct hc_reader *hc;
 	struct snap_file file;
+	struct pc_restore_file rfile; /* file, as snapsrc_source() hands it out */
 	/* native: page size conversion */
 	uint64_t snap_ps, ps;
 	struct pc_run pending;
@@ -322,4 +323,41 @@ int snapsrc_rewind(struct snapsrc *s)
 	if (ret == 0 && s->fmt == SNAP_NATIVE)
 		ret = pc_snapshot_read_header(s->rd);
 	return ret;
+}
+
+/* ---- as pc_restore() reads it ---- */
+
+static int src_next_file(void *arg, const struct pc_restore_file **out)
+{
+	struct snapsrc *s = arg;
+	const struct snap_file *f;
+	int ret = snapsrc_next_file(s, &f);
+
+	if (ret <= 0)
+		return ret;
+	s->rfile = (struct pc_restore_file){
+		.size = sizeof(s->rfile), .path = f->path, .identity = f->identity,
+		.file_size = f->size, .mtime_ns = f->mtime_ns, .dev = f->dev, .ino = f->ino,
+		.quality = f->quality, .npages = f->npages,
+	};
+	*out = &s->rfile;
+	return 1;
+}
+
+static int src_next_run(void *arg, struct pc_run *run)
+{
+	return snapsrc_next_run(arg, run);
+}
+
+static int src_rewind(void *arg)
+{
+	return snapsrc_rewind(arg);
+}
+
+void snapsrc_source(struct snapsrc *s, struct pc_restore_source *src)
+{
+	*src = (struct pc_restore_source){
+		.size = sizeof(*src), .arg = s, .next_file = src_next_file,
+		.next_run = src_next_run, .rewind = src_rewind,
+	};
 }

@@ -19,6 +19,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
@@ -26,7 +28,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "snapcli.h"
+#include "../pc-private.h"
+#include "beneath.h"
 
 #ifndef SYS_openat2
 #define SYS_openat2 437
@@ -34,32 +37,22 @@
 
 enum { METHOD_UNKNOWN, METHOD_OPENAT2, METHOD_WALK };
 
-int beneath_init(struct beneath *b, const char *root)
+void pc_beneath_init(struct beneath *b, int rootfd, bool walk)
 {
-	int ret;
-
-	b->method = METHOD_UNKNOWN;
-	b->rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (b->rootfd < 0) {
-		ret = -errno;
-		b->procfd = -1;
-		return ret;
-	}
+	b->method = walk ? METHOD_WALK : METHOD_UNKNOWN;
+	b->rootfd = rootfd;
 	/* the process's fd table, which every thread shares; -1: by path */
 	b->procfd = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	return 0;
 }
 
-void beneath_close(struct beneath *b)
+void pc_beneath_close(struct beneath *b)
 {
-	if (b->rootfd >= 0)
-		close(b->rootfd);
 	if (b->procfd >= 0)
 		close(b->procfd);
 	b->rootfd = b->procfd = -1;
 }
 
-const char *beneath_method(const struct beneath *b)
+const char *pc_beneath_method(const struct beneath *b)
 {
 	if (b->method == METHOD_WALK)
 		return "a component walk with O_NOFOLLOW (openat2 unavailable: ENOSYS)";
@@ -142,7 +135,7 @@ static int reopen(const struct beneath *b, int pathfd)
 	return fd < 0 ? -errno : fd;
 }
 
-int beneath_open(struct beneath *b, const char *rel, struct stat *st)
+int pc_beneath_open(struct beneath *b, const char *rel, struct stat *st)
 {
 	int pfd = -ENOSYS, fd, ret;
 
@@ -174,5 +167,25 @@ int beneath_open(struct beneath *b, const char *rel, struct stat *st)
 	if (fd < 0)
 		return fd;
 	/* the magic link names the inode checked above: no second fstat */
+	return fd;
+}
+
+/* openat2 missing (ENOSYS) is a fact of the process: learnt once */
+static atomic_int openat2_missing;
+
+PC_EXPORT int pc_open_beneath(int rootfd, const char *relpath, unsigned int flags,
+			      struct stat *st)
+{
+	struct beneath b = { .rootfd = rootfd, .procfd = -1 };
+	struct stat scratch;
+	int fd;
+
+	if (rootfd < 0 || !relpath || (flags & ~(unsigned int)PC_BENEATH_WALK))
+		return -EINVAL;
+	b.method = (flags & PC_BENEATH_WALK) || atomic_load(&openat2_missing) ? METHOD_WALK
+		: METHOD_UNKNOWN;
+	fd = pc_beneath_open(&b, relpath, st ? st : &scratch);
+	if (b.method == METHOD_WALK && !(flags & PC_BENEATH_WALK))
+		atomic_store(&openat2_missing, 1);
 	return fd;
 }

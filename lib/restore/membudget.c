@@ -9,10 +9,30 @@
  * inactive file pages, memory.stat) counts as room.
  */
 #include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "snapcli.h"
+#include "../pc-private.h"
+
+/* A decimal number up to max: 0, or -EINVAL, -ERANGE. */
+static int parse_uint(const char *s, uint64_t max, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno == ERANGE || v > max)
+		return -ERANGE;
+	if (*end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
 
 static int read_u64_file(const char *path, uint64_t *v, bool *unlimited)
 {
@@ -98,7 +118,10 @@ static char *cgroup_path(bool v2)
 		if (v2 && strcmp(line, "0:") == 0 && c1[1] == '\0') {
 			path = strdup(c2 + 1);
 		} else if (!v2) {
-			for (char *tok = strtok(c1 + 1, ","); tok; tok = strtok(NULL, ","))
+			char *save = NULL;
+
+			for (char *tok = strtok_r(c1 + 1, ",", &save); tok;
+			     tok = strtok_r(NULL, ",", &save))
 				if (strcmp(tok, "memory") == 0)
 					path = strdup(c2 + 1);
 		}
@@ -128,7 +151,10 @@ static int cgroup_mount(bool v2, char **mnt, char **mroot)
 		if (v2 && strcmp(fstype, "cgroup2") == 0) {
 			found = 1;
 		} else if (!v2 && strcmp(fstype, "cgroup") == 0) {
-			for (char *tok = strtok(super, ","); tok; tok = strtok(NULL, ","))
+			char *save = NULL;
+
+			for (char *tok = strtok_r(super, ",", &save); tok;
+			     tok = strtok_r(NULL, ",", &save))
 				if (strcmp(tok, "memory") == 0)
 					found = 1;
 		}
@@ -211,23 +237,28 @@ out:
 	return room;
 }
 
-uint64_t memory_budget(const char **why)
+PC_EXPORT int pc_memory_budget(uint64_t *bytes, const char **why)
 {
 	uint64_t avail = mem_available();
 	uint64_t v2 = cgroup_room(true), v1 = cgroup_room(false);
+	const char *w = "MemAvailable";
 
-	*why = "MemAvailable";
+	if (!bytes)
+		return -EINVAL;
 	if (!avail) {
 		avail = UINT64_MAX;
-		*why = "unknown";
+		w = "unknown";
 	}
 	if (v2 < avail) {
 		avail = v2;
-		*why = "the cgroup's memory.max minus its usage";
+		w = "the cgroup's memory.max minus its usage";
 	}
 	if (v1 < avail) {
 		avail = v1;
-		*why = "the cgroup's memory.limit_in_bytes minus its usage";
+		w = "the cgroup's memory.limit_in_bytes minus its usage";
 	}
-	return avail;
+	*bytes = avail;
+	if (why)
+		*why = w;
+	return avail == UINT64_MAX ? -ENODATA : 0;
 }

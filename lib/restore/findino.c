@@ -16,6 +16,7 @@
  * is not entered twice.
  */
 #include <dirent.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -23,7 +24,34 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "snapcli.h"
+#include "findino.h"
+#include "restore-private.h"
+
+/* the path of the entry at hand, grown as it must */
+struct buf {
+	char *data;
+	size_t len, cap;
+};
+
+static int buf_append(struct buf *b, const char *data, size_t n)
+{
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		char *p;
+
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		p = realloc(b->data, cap);
+		if (!p)
+			return -ENOMEM;
+		b->data = p;
+		b->cap = cap;
+	}
+	memcpy(b->data + b->len, data, n);
+	b->len += n;
+	b->data[b->len] = '\0';
+	return 0;
+}
 
 /* Deeper than this, a tree is left alone (a bind mount can make a loop). */
 #define FINDINO_MAX_DEPTH 256
@@ -65,7 +93,7 @@ struct level {
  * overlayfs, or where fstatfs cannot tell. */
 static bool stat_files(int fd)
 {
-	return on_overlayfs(fd) != 0;
+	return rs_on_overlayfs(fd) != 0;
 }
 
 /* Whether st is one of the directories being read (a loop). */
@@ -88,8 +116,7 @@ static int path_push(struct buf *path, size_t at, const char *name)
 	return 0;
 }
 
-int find_inodes(int rootfd, struct inode_key *keys, size_t n,
-		const volatile sig_atomic_t *stop)
+int pc_find_inodes(int rootfd, struct inode_key *keys, size_t n, const volatile int *stop)
 {
 	struct level levels[FINDINO_MAX_DEPTH];
 	struct buf path = { 0 };
@@ -198,7 +225,7 @@ int find_inodes(int rootfd, struct inode_key *keys, size_t n,
 	}
 	while (depth)
 		closedir(levels[--depth].d);
-	buf_free(&path);
+	free(path.data);
 	if (ret < 0)
 		return ret;
 	ret = 0;
