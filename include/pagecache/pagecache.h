@@ -744,6 +744,8 @@ int64_t pc_warm_snapshot(int fd, struct pc_snapshot_reader *rd, const struct pc_
 
 /* ---- restore: a snapshot's pages back, beneath a root ---------------------- */
 
+struct stat;
+
 /**
  * pc_open_beneath() - open @relpath, a regular file beneath the directory
  * @rootfd, for reading, and never anything outside it nor anything else:
@@ -762,7 +764,6 @@ int64_t pc_warm_snapshot(int fd, struct pc_snapshot_reader *rd, const struct pc_
  * pc_restore_event_name(pc_restore_refusal(err)) names such an answer.
  * @since 0.2
  */
-struct stat;
 int pc_open_beneath(int rootfd, const char *relpath, unsigned int flags, struct stat *st);
 
 /** pc_open_beneath() flags. */
