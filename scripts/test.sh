@@ -263,7 +263,7 @@ run_vm_stage() {
 
 # The tests the guest runs: the kernel and root suites and the command's
 # tests (README.md, "Kernels").
-vm_tests="cli cli-more detect residency prober gate open faults cachestat cli-special cli-open differential warm threads special snapshot-cli"
+vm_tests="cli cli-more detect residency prober gate open faults cachestat cli-special cli-open differential warm threads special snapshot-cli restore"
 if ((!quick)); then
 	run_vm_stage
 fi
