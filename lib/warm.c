@@ -23,6 +23,7 @@
 #include <liburing.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/uio.h>
@@ -40,6 +41,10 @@
 #define PC_WARM_DEFAULT_DEPTH 8
 #define PC_WARM_MAX_DEPTH 256
 #define PC_WARM_STREAM_MIN (UINT64_C(8) << 20) /* a smaller hole: readahead(2) */
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22 /* Linux 5.14 */
+#endif
 
 /* A source of runs: 1 and a run, 0 at the end, or -errno. */
 struct warm_source {
@@ -186,6 +191,27 @@ static int readahead_span(struct warm *w, uint64_t page, uint64_t n)
 		len -= step;
 	}
 	return 0;
+}
+
+/*
+ * PC_WARM_POPULATE: the span mapped shared and read-only, and
+ * MADV_POPULATE_READ on it, which returns once every page is read (a
+ * 1 GiB evicted file here: ~0.58 s in 8 MiB chunks, where readahead(2)
+ * took ~1.03 s just to issue the reads). -EOPNOTSUPP before 5.14 (EINVAL),
+ * or where the file cannot be mapped (ENODEV).
+ */
+static int populate_span(struct warm *w, uint64_t page, uint64_t n)
+{
+	size_t len = (size_t)(n * w->ps);
+	void *addr = mmap(NULL, len, PROT_READ, MAP_SHARED, w->fd, (off_t)(page * w->ps));
+	int ret = 0;
+
+	if (addr == MAP_FAILED)
+		return errno == ENODEV ? -EOPNOTSUPP : pc_neg_errno();
+	if (madvise(addr, len, MADV_POPULATE_READ) < 0)
+		ret = errno == EINVAL ? -EOPNOTSUPP : pc_neg_errno();
+	munmap(addr, len);
+	return ret;
 }
 
 /*
@@ -426,6 +452,10 @@ static int read_hole(struct warm *w, uint64_t page, uint64_t n, uint64_t run_end
 		}
 		if (w->o.strategy == PC_WARM_IO_URING) {
 			ret = uring_span(w, page, take);
+		} else if (w->o.strategy == PC_WARM_POPULATE) {
+			ret = populate_span(w, page, take);
+			if (ret == 0)
+				w->done += bytes;
 		} else {
 			ret = 1;
 			/* what the readahead reaches past the read counts
@@ -672,7 +702,7 @@ static int warm_setup(struct warm *w, int fd, const struct pc_warm_opts *opts)
 	if (w->o.strategy == PC_WARM_DEFAULT)
 		w->o.strategy = PC_WARM_READAHEAD; /* the fastest measured here */
 	if (w->o.strategy != PC_WARM_READAHEAD && w->o.strategy != PC_WARM_IO_URING &&
-	    w->o.strategy != PC_WARM_STREAM)
+	    w->o.strategy != PC_WARM_STREAM && w->o.strategy != PC_WARM_POPULATE)
 		return -EINVAL;
 	if (!w->o.queue_depth)
 		w->o.queue_depth = PC_WARM_DEFAULT_DEPTH;

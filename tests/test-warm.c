@@ -222,6 +222,42 @@ START_TEST(io_uring_brings_back_the_runs_only)
 }
 END_TEST
 
+/* MADV_POPULATE_READ returns once the pages are read: resident at once,
+ * no wait. (The fault's read-around brings neighbours too, up to a
+ * readahead window: 8 MiB here, so no far page is asserted out.) */
+START_TEST(populate_brings_back_the_runs_at_once)
+{
+	struct pc_warm_opts o = opts_for(PC_WARM_POPULATE);
+	struct pc_warm_stats st = { .size = sizeof(st) };
+	const char *f = pc_test_make_file("populate", FILE_PAGES, 0644, -1, -1);
+	unsigned char *vec;
+	int64_t got;
+	int fd = open(f, O_RDONLY | O_CLOEXEC);
+
+	ck_assert_int_ge(fd, 0);
+	pc_test_set_pattern(f, NULL, 0);
+	got = pc_warm(fd, runs, PC_ARRAY_SIZE(runs), &o, &st);
+	if (got == -EOPNOTSUPP) {
+		pc_test_skip("populate_brings_back_the_runs_at_once",
+			     "no MADV_POPULATE_READ (5.14+)");
+		close(fd);
+		return;
+	}
+	ck_assert_int_eq(got, RUN_PAGES * ps());
+	ck_assert_uint_eq(st.pages_read, RUN_PAGES);
+	pc_test_mincore(f, &vec);
+	for (size_t i = 0; i < PC_ARRAY_SIZE(runs); i++)
+		for (uint64_t p = runs[i].page; p < runs[i].page + runs[i].npages; p++)
+			ck_assert_msg(vec[p] & 1, "page %llu not resident on return",
+				      (unsigned long long)p);
+	free(vec);
+	/* and a second one reads nothing */
+	ck_assert_int_eq(pc_warm(fd, runs, PC_ARRAY_SIZE(runs), &o, &st), 0);
+	ck_assert_uint_eq(st.pages_resident, RUN_PAGES);
+	close(fd);
+}
+END_TEST
+
 START_TEST(stream_brings_back_small_runs_only)
 {
 	/* holes too small to stream: readahead(2) takes them */
@@ -750,6 +786,7 @@ int main(void)
 	}
 	tcase_add_test(tc, readahead_brings_back_the_runs_only);
 	tcase_add_test(tc, io_uring_brings_back_the_runs_only);
+	tcase_add_test(tc, populate_brings_back_the_runs_at_once);
 	tcase_add_test(tc, stream_brings_back_small_runs_only);
 	tcase_add_test(tc, stream_reads_a_run_to_the_end_of_the_file);
 	tcase_add_test(tc, stream_stops_short_of_a_run_end);

@@ -679,6 +679,10 @@ enum pc_warm_strategy {
 	PC_WARM_STREAM,           /* large holes: RWF_NOWAIT reads that start the
 				     kernel's own readahead (6.12+); the rest as
 				     PC_WARM_READAHEAD */
+	PC_WARM_POPULATE,         /* MADV_POPULATE_READ on a shared mapping, per
+				     chunk (5.14+), waited for; the fault's
+				     read-around also reads neighbours, up to a
+				     readahead window: for whole ranges (@since 0.2) */
 };
 
 /** pc_warm() options. Options block: set @size first, zero what you skip. */
@@ -720,11 +724,13 @@ struct pc_warm_stats {
  * PC_WARM_STREAM return once the reads are queued: the pages become
  * resident as the I/O completes
  * (poll pc_residency() to wait); PC_WARM_IO_URING returns after the reads
- * completed. @opts may be NULL; @stats may be NULL.
+ * completed, PC_WARM_POPULATE once the pages are read. @opts may be NULL;
+ * @stats may be NULL.
  * Thread-safe; @opts->cancel may be set from any thread.
  * Returns the bytes read or queued (>= 0), or -errno: -EINVAL (bad runs or
  * options, neither a regular file nor a block device), -EOPNOTSUPP
- * (io_uring unavailable),
+ * (io_uring unavailable; for PC_WARM_POPULATE, MADV_POPULATE_READ missing,
+ * before 5.14, or a file that cannot be mapped),
  * -ECANCELED (@stats says how far it got), a read error.
  * @since 0.1
  */

@@ -12,17 +12,17 @@
  * it returns when the pages are read, so the rate it reports is the real
  * one, and it makes the large folios that later cachestat calls are fast
  * on (doc/kernels.md section 7: readahead and WILLNEED make 4 KiB folios). The
- * others stay available with --method; readahead and WILLNEED read at most
- * ~8 MiB per call, hence the chunks, and each chunk is waited for two
- * chunks later by reading one byte of its last page.
+ * others stay available with --method. populate and io_uring are
+ * pc_warm()'s PC_WARM_POPULATE and PC_WARM_IO_URING, which skip what is
+ * resident and return once the reads are done; readahead and WILLNEED read
+ * at most ~8 MiB per call, hence the chunks, and each chunk is waited for
+ * two chunks later by reading one byte of its last page.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <liburing.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -31,11 +31,6 @@
 #define TOUCH_WAIT_BEHIND 2          /* chunks in flight before waiting */
 #define URING_READ (2u << 20)        /* io_uring read size */
 #define URING_DEPTH 8
-#define POPULATE_WINDOW (64u << 20)  /* mapped at a time */
-
-#ifndef MADV_POPULATE_READ
-#define MADV_POPULATE_READ 22
-#endif
 
 enum method { METHOD_POPULATE, METHOD_READAHEAD, METHOD_WILLNEED, METHOD_URING };
 
@@ -47,9 +42,6 @@ struct touch_ctx {
 	uint64_t bytes, size;
 	uint64_t known_files, known_pages, resident;
 	uint64_t unknown_files;
-	struct io_uring ring;
-	bool ring_ready;
-	char *buf;                   /* io_uring read buffers */
 };
 
 static const char touch_usage_head[] =
@@ -176,78 +168,33 @@ static int touch_advise(struct touch_ctx *c, int fd, uint64_t start, uint64_t en
 	return 0;
 }
 
-/* -EINVAL when the kernel has no MADV_POPULATE_READ (before 5.14). */
-static int touch_populate(struct touch_ctx *c, int fd, uint64_t start, uint64_t end)
+static void warm_progress(uint64_t bytes_done, void *arg)
 {
-	for (uint64_t win = start; win < end; win += POPULATE_WINDOW) {
-		uint64_t wlen = end - win < POPULATE_WINDOW ? end - win : POPULATE_WINDOW;
-		char *addr = mmap(NULL, (size_t)wlen, PROT_READ, MAP_SHARED, fd, (off_t)win);
-
-		if (addr == MAP_FAILED)
-			return -errno;
-		for (uint64_t off = 0; off < wlen; off += TOUCH_CHUNK) {
-			uint64_t len = wlen - off < TOUCH_CHUNK ? wlen - off : TOUCH_CHUNK;
-
-			if (madvise(addr + off, (size_t)len, MADV_POPULATE_READ) < 0) {
-				int err = -errno;
-
-				munmap(addr, (size_t)wlen);
-				return err;
-			}
-			show_progress(c, win + off + len - start);
-		}
-		munmap(addr, (size_t)wlen);
-	}
-	return 0;
+	show_progress(arg, bytes_done);
 }
 
-static int touch_uring(struct touch_ctx *c, int fd, uint64_t start, uint64_t end)
+/* populate and io_uring: pc_warm() on [start, end) of fd, which reads
+ * what is not resident and returns once it is read. -EOPNOTSUPP when the
+ * kernel has no MADV_POPULATE_READ (before 5.14), or no io_uring. */
+static int touch_warm(struct touch_ctx *c, int fd, uint64_t start, uint64_t end)
 {
-	struct io_uring_cqe *cqe;
-	uint64_t off = start, done = 0;
-	unsigned int inflight = 0, slot = 0;
-	int ret = 0;
+	uint64_t ps = (uint64_t)pc_page_size();
+	struct pc_run run = { start / ps, (end - start + ps - 1) / ps };
+	struct pc_warm_opts o = {
+		.size = sizeof(o), .progress = warm_progress, .progress_arg = c,
+	};
+	int64_t got;
 
-	if (!c->ring_ready) {
-		ret = io_uring_queue_init(URING_DEPTH, &c->ring, 0);
-		if (ret < 0)
-			return ret;
-		c->ring_ready = true;
-		c->buf = malloc((size_t)URING_READ * URING_DEPTH);
-		if (!c->buf)
-			return -ENOMEM;
+	if (c->method == METHOD_URING) {
+		o.strategy = PC_WARM_IO_URING;
+		o.chunk_bytes = URING_READ;
+		o.queue_depth = URING_DEPTH;
+	} else {
+		o.strategy = PC_WARM_POPULATE;
+		o.chunk_bytes = TOUCH_CHUNK;
 	}
-	while (off < end || inflight) {
-		while (ret == 0 && off < end && inflight < URING_DEPTH) {
-			struct io_uring_sqe *sqe = io_uring_get_sqe(&c->ring);
-			uint64_t len = end - off < URING_READ ? end - off : URING_READ;
-
-			if (!sqe)
-				break;
-			io_uring_prep_read(sqe, fd, c->buf + (size_t)(slot++ % URING_DEPTH) * URING_READ,
-					   (unsigned int)len, off);
-			off += len;
-			inflight++;
-		}
-		if (!inflight)
-			break;
-		ret = io_uring_submit_and_wait(&c->ring, 1);
-		if (ret < 0 && ret != -EINTR)
-			return ret;
-		ret = 0;
-		while (io_uring_peek_cqe(&c->ring, &cqe) == 0) {
-			if (cqe->res < 0 && ret == 0)
-				ret = cqe->res;
-			else if (cqe->res > 0)
-				done += (uint64_t)cqe->res;
-			io_uring_cqe_seen(&c->ring, cqe);
-			inflight--;
-		}
-		if (ret < 0)
-			off = end; /* stop issuing; reap what is in flight */
-		show_progress(c, done);
-	}
-	return ret;
+	got = pc_warm(fd, &run, 1, &o, NULL);
+	return got < 0 ? (int)got : 0;
 }
 
 static int on_file(void *ctx, int fd, const struct stat *st, uint64_t mnt_id,
@@ -275,14 +222,12 @@ static int on_file(void *ctx, int fd, const struct stat *st, uint64_t mnt_id,
 	if (end > size)
 		end = size; /* the last partial page is read whole anyway */
 	if (end > start) {
-		if (c->method == METHOD_POPULATE) {
-			ret = touch_populate(c, fd, start, end);
-			if (ret == -EINVAL) /* before 5.14 */
-				c->method = METHOD_READAHEAD;
+		if (c->method == METHOD_POPULATE || c->method == METHOD_URING) {
+			ret = touch_warm(c, fd, start, end);
+			if (ret == -EOPNOTSUPP && c->method == METHOD_POPULATE)
+				c->method = METHOD_READAHEAD; /* before 5.14 */
 		}
-		if (c->method == METHOD_URING)
-			ret = touch_uring(c, fd, start, end);
-		else if (c->method != METHOD_POPULATE)
+		if (c->method == METHOD_READAHEAD || c->method == METHOD_WILLNEED)
 			ret = touch_advise(c, fd, start, end);
 		if (ret < 0)
 			return ret;
@@ -457,9 +402,6 @@ nomem:
 	cli_error(NULL, 0, "out of memory");
 	ret = PC_EXIT_FAILED;
 out:
-	if (c.ring_ready)
-		io_uring_queue_exit(&c.ring);
-	free(c.buf);
 	report_free(&c.a.rep);
 	selection_free(&sel);
 	return ret;
