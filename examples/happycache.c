@@ -8,9 +8,12 @@
  *   happycache load SNAPSHOT DIR    read them back (only those not resident)
  *
  * Files whose residency the kernel hides from the caller are recorded as
- * unknown, never as resident. Loading opens recorded paths beneath DIR only
- * (openat2 with RESOLVE_BENEATH), so a hostile snapshot cannot read
- * anything outside it. Only the public API of libpagecache and libc.
+ * unknown, never as resident. Loading is pc_restore(): recorded paths are
+ * opened beneath DIR only, regular files only, so a hostile snapshot cannot
+ * read anything outside it nor open a device; files whose size or mtime
+ * changed are named, missing ones looked for by inode, and the exit status
+ * is 1 when a file was refused or could not be read. Only the public API
+ * of libpagecache and libc.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -19,17 +22,16 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <pagecache/pagecache.h>
 
 static struct pc_snapshot_writer *writer;
+static const char *snapshot_name;
 static size_t dir_len;
 static unsigned long files, unknown;
 static uint64_t resident;
@@ -102,73 +104,72 @@ static int dump(const char *dir, const char *snapshot)
 	return 0;
 }
 
-static int open_beneath(int dirfd, const char *rel)
+/* A file the restore skipped, refused or could not read: one line. */
+static void on_event(const struct pc_restore_event *ev, void *arg)
 {
-	struct open_how how = {
-		.flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC,
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
-	};
-	struct stat st;
-	long fd = syscall(SYS_openat2, dirfd, rel, &how, sizeof(how));
-
-	if (fd < 0)
-		return -errno;
-	if (fstat((int)fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close((int)fd);
-		return -EINVAL;
-	}
-	return (int)fd;
+	(void)arg;
+	if (ev->reason == PC_RESTORE_EV_CHANGED)
+		fprintf(stderr, "happycache: %s: changed since the dump (restored)\n", ev->path);
+	else if (ev->error && ev->path)
+		fprintf(stderr, "happycache: %s: %s (%s)\n", ev->path,
+			pc_restore_event_name(ev->reason), strerror(-ev->error));
+	else
+		fprintf(stderr, "happycache: %s: %s\n", ev->path ? ev->path : snapshot_name,
+			pc_restore_event_name(ev->reason));
 }
 
 static int load(const char *snapshot, const char *dir)
 {
-	struct pc_snapshot_reader *rd;
-	const struct pc_snapshot_file *f;
-	struct pc_warm_stats total = { 0 };
+	struct pc_restore_opts opts = { .size = sizeof(opts), .event = on_event };
+	struct pc_restore_stats st = { .size = sizeof(st) };
+	struct pc_restore_source src = { .size = sizeof(src) };
+	struct pc_snapshot_source *s = NULL;
 	int sfd = open(snapshot, O_RDONLY | O_CLOEXEC);
 	int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int ret, skipped = 0;
+	int ret = 0;
 
+	snapshot_name = snapshot;
 	if (sfd < 0 || dirfd < 0) {
 		perror(sfd < 0 ? snapshot : dir);
-		return 1;
+		ret = -1;
+	} else {
+		ret = pc_snapshot_source_new(sfd, &s);
 	}
-	ret = pc_snapshot_reader_new(sfd, &rd);
-	while (ret >= 0 && (ret = pc_snapshot_next_file(rd, &f)) > 0) {
-		struct pc_warm_stats st = { .size = sizeof(st) };
-		int fd;
-
-		if (f->npages == 0)
-			continue; /* nothing resident, or unknown at capture */
-		fd = pc_snapshot_path_check(f->path) < 0 ? -EINVAL : open_beneath(dirfd, f->path);
-		if (fd < 0) {
-			fprintf(stderr, "happycache: %s: %s\n", f->path, strerror(-fd));
-			skipped++;
-			continue;
-		}
-		int64_t got = pc_warm_snapshot(fd, rd, NULL, &st); /* bytes, or -errno */
-
-		close(fd);
-		if (got < 0 && pc_snapshot_reader_error(rd))
-			ret = (int)got; /* a corrupt snapshot: stop */
-		else if (got < 0)
-			fprintf(stderr, "happycache: %s: %s\n", f->path, strerror((int)-got));
-		total.pages_wanted += st.pages_wanted;
-		total.pages_resident += st.pages_resident;
-		total.pages_read += st.pages_read;
-	}
-	if (ret < 0 && pc_snapshot_reader_error(rd))
-		fprintf(stderr, "happycache: %s: corrupt at byte %llu: %s\n", snapshot,
-			(unsigned long long)pc_snapshot_reader_error_offset(rd),
-			pc_snapshot_reader_error(rd));
-	else if (ret < 0)
+	if (s) {
+		/* confinement beneath dir, identity (size and mtime), renamed
+		 * files, the memory budget and waiting for the reads: the
+		 * library's; a corrupt snapshot is found before anything is read */
+		pc_snapshot_source_get(s, &src);
+		ret = pc_restore(dirfd, &src, &opts, &st);
+		if (ret < 0 && pc_snapshot_reader_error(pc_snapshot_source_reader(s)))
+			fprintf(stderr, "happycache: %s: corrupt at byte %llu: %s\n", snapshot,
+				(unsigned long long)pc_snapshot_reader_error_offset(
+					pc_snapshot_source_reader(s)),
+				pc_snapshot_reader_error(pc_snapshot_source_reader(s)));
+		else if (ret < 0)
+			fprintf(stderr, "happycache: %s: %s\n", snapshot, strerror(-ret));
+		else
+			printf("%llu pages wanted, %llu already resident, %llu read, %llu resident "
+			       "now, %llu files restored, %llu skipped\n",
+			       (unsigned long long)st.pages_wanted,
+			       (unsigned long long)st.pages_resident_before,
+			       (unsigned long long)st.pages_read,
+			       (unsigned long long)st.final_pages_resident,
+			       (unsigned long long)st.files_restored,
+			       (unsigned long long)(st.files - st.files_restored -
+						    st.files_without_pages));
+	} else if (ret < 0 && sfd >= 0 && dirfd >= 0) {
 		fprintf(stderr, "happycache: %s: %s\n", snapshot, strerror(-ret));
-	pc_snapshot_reader_free(rd);
-	close(sfd);
-	close(dirfd);
-	printf("%llu pages wanted, %llu already resident, %llu read, %d files skipped\n",
-	       (unsigned long long)total.pages_wanted, (unsigned long long)total.pages_resident,
-	       (unsigned long long)total.pages_read, skipped);
+	}
+	pc_snapshot_source_free(s);
+	if (sfd >= 0)
+		close(sfd);
+	if (dirfd >= 0)
+		close(dirfd);
+	/* files refused or unreadable count as a failure, as a corrupt snapshot */
+	if (ret == 0 && (st.skipped[PC_RESTORE_SKIP_REFUSED] || st.skipped[PC_RESTORE_SKIP_ERROR] ||
+			 st.read_error))
+		return 1;
 	return ret < 0 ? 1 : 0;
 }
 
