@@ -2,15 +2,15 @@
 /*
  * The snapshot writer: records are built in one bounded buffer and written
  * out as it fills, so a snapshot of any size needs about 256 KiB. The
- * atomic variant writes an unnamed temporary file beside the target and
- * links it into place only when the snapshot is complete.
+ * atomic variant writes through a pc_outfile (lib/restore/outfile.c): a
+ * temporary file beside the target, put in place only when the snapshot
+ * is complete.
  */
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,17 +22,12 @@
 #define PC_SNAP_REC_MAX (PC_SNAP_REC_HEAD + PC_SNAP_PAYLOAD_MAX + PC_SNAP_REC_TAIL)
 #define PC_SNAP_OUT_CAP (2 * PC_SNAP_REC_MAX)
 #define PC_SNAP_FLUSH_AT (64 * 1024)
-#define PC_SNAP_TMP_TRIES 64
 
 struct pc_snapshot_writer {
 	int fd;
 	int err;             /* sticky first error */
 	int finished;
-	/* atomic writers only */
-	int dirfd;           /* the target's directory, or -1 */
-	char *name;          /* the target's name in dirfd */
-	char *tmpname;       /* the visible temporary name, when there is one */
-	int tmpfile;         /* fd is an unnamed O_TMPFILE */
+	struct pc_outfile *of; /* atomic writers only: fd is its */
 	uint32_t page_size;
 	uint64_t max_page;   /* run ends stay <= this: offsets fit in off_t */
 	uint8_t *buf;        /* records ready to be written, then the one being built */
@@ -193,7 +188,6 @@ static int writer_alloc(const struct pc_snapshot_info *user, struct pc_snapshot_
 		return -ENOMEM;
 	}
 	w->fd = -1;
-	w->dirfd = -1;
 	w->page_size = ps;
 	w->max_page = (uint64_t)INT64_MAX / ps;
 	*out = w;
@@ -223,122 +217,24 @@ PC_EXPORT int pc_snapshot_writer_new(int fd, const struct pc_snapshot_info *info
 	return 0;
 }
 
-/* ".NAME.XXXXXX" with random letters, in the target's directory (for a
- * NAME too long for that, ".pagecache-snapshot.XXXXXX"). */
-static char *tmp_name(const char *name)
-{
-	static const char letters[] = "abcdefghijklmnopqrstuvwxyz0123456789";
-	uint8_t rnd[6];
-	size_t n = strlen(name);
-	char *s;
-
-	if (n > NAME_MAX - 8) {
-		name = "pagecache-snapshot";
-		n = strlen(name);
-	}
-	s = malloc(n + 9);
-
-	if (!s)
-		return NULL;
-	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) {
-		struct timespec ts;
-
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		for (size_t i = 0; i < sizeof(rnd); i++)
-			rnd[i] = (uint8_t)((uint64_t)ts.tv_nsec >> (i * 5)) ^ (uint8_t)getpid();
-	}
-	s[0] = '.';
-	memcpy(s + 1, name, n);
-	s[n + 1] = '.';
-	for (size_t i = 0; i < sizeof(rnd); i++)
-		s[n + 2 + i] = letters[rnd[i] % (sizeof(letters) - 1)];
-	s[n + 8] = '\0';
-	return s;
-}
-
-/* What the rename would replace: nothing, or a regular file. A device
- * node, FIFO, socket, directory or symlink at the name is left alone
- * (-EEXIST): as root, a snapshot written to /dev/null would otherwise
- * replace the device with a file. */
-static int target_replaceable(int dirfd, const char *name)
-{
-	struct stat st;
-
-	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT ? 0 : pc_neg_errno();
-	return S_ISREG(st.st_mode) ? 0 : -EEXIST;
-}
-
-/* Open the temporary file: unnamed when the filesystem can, and it can
- * surely be named at the end (through /proc/self/fd: AT_EMPTY_PATH, tried
- * first, takes CAP_DAC_READ_SEARCH before Linux 6.10), else named. */
-static int open_tmp(struct pc_snapshot_writer *w, mode_t mode)
-{
-	int fd = -1;
-
-	if (access("/proc/self/fd", X_OK) == 0) {
-		fd = openat(w->dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
-		if (fd >= 0) {
-			w->fd = fd;
-			w->tmpfile = 1;
-			return 0;
-		}
-		if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
-			return pc_neg_errno();
-	}
-	for (int i = 0; i < PC_SNAP_TMP_TRIES; i++) {
-		char *name = tmp_name(w->name);
-
-		if (!name)
-			return -ENOMEM;
-		fd = openat(w->dirfd, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, mode);
-		if (fd >= 0) {
-			w->fd = fd;
-			w->tmpname = name;
-			return 0;
-		}
-		free(name);
-		if (errno != EEXIST)
-			return pc_neg_errno();
-	}
-	return -EEXIST;
-}
-
 PC_EXPORT int pc_snapshot_writer_new_at(int dirfd, const char *path, mode_t mode,
 					const struct pc_snapshot_info *info,
 					struct pc_snapshot_writer **out)
 {
 	struct pc_snapshot_info copy;
 	struct pc_snapshot_writer *w;
-	const char *slash, *base;
-	char *dir;
 	int ret;
 
 	if (!path || !out)
 		return -EINVAL;
-	slash = strrchr(path, '/');
-	base = slash ? slash + 1 : path;
-	if (!*base || !strcmp(base, ".") || !strcmp(base, ".."))
-		return -EINVAL;
-	if (strlen(base) > NAME_MAX)
-		return -ENAMETOOLONG;
 	ret = writer_alloc(info, &copy, &w);
 	if (ret < 0)
 		return ret;
-	w->name = strdup(base);
-	dir = slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : strdup(".");
-	if (!w->name || !dir) {
-		free(dir);
-		pc_snapshot_writer_free(w);
-		return -ENOMEM;
-	}
-	w->dirfd = openat(dirfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	free(dir);
-	ret = w->dirfd < 0 ? pc_neg_errno() : target_replaceable(w->dirfd, w->name);
-	if (ret == 0)
-		ret = open_tmp(w, mode);
-	if (ret == 0)
+	ret = pc_outfile_new_at(dirfd, path, mode, 0, &w->of);
+	if (ret == 0) {
+		w->fd = pc_outfile_fd(w->of);
 		ret = write_header(w, &copy);
+	}
 	if (ret < 0) {
 		pc_snapshot_writer_free(w);
 		return ret;
@@ -547,45 +443,6 @@ PC_EXPORT int pc_snapshot_write_runs(struct pc_snapshot_writer *w, const char *r
 	return write_file(w, relpath, meta, meta->quality, &src, rewind_array);
 }
 
-/* Give the temporary file its final name; the directory is fsynced after. */
-static int link_into_place(struct pc_snapshot_writer *w)
-{
-	char proc[64];
-	int ret = target_replaceable(w->dirfd, w->name);
-
-	if (ret < 0)
-		return ret;
-
-	if (w->tmpfile) {
-		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", w->fd);
-		for (int i = 0; i < PC_SNAP_TMP_TRIES; i++) {
-			w->tmpname = tmp_name(w->name);
-			if (!w->tmpname)
-				return -ENOMEM;
-			/* AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH; /proc does not */
-			if (linkat(w->fd, "", w->dirfd, w->tmpname, AT_EMPTY_PATH) == 0 ||
-			    linkat(AT_FDCWD, proc, w->dirfd, w->tmpname, AT_SYMLINK_FOLLOW) == 0) {
-				ret = 0;
-				break;
-			}
-			ret = pc_neg_errno();
-			free(w->tmpname);
-			w->tmpname = NULL;
-			if (ret != -EEXIST)
-				return ret;
-		}
-		if (ret < 0)
-			return ret;
-	}
-	if (renameat(w->dirfd, w->tmpname, w->dirfd, w->name) < 0)
-		return pc_neg_errno();
-	free(w->tmpname);
-	w->tmpname = NULL;
-	if (fsync(w->dirfd) < 0)
-		return pc_neg_errno();
-	return 0;
-}
-
 PC_EXPORT int pc_snapshot_writer_finish(struct pc_snapshot_writer *w)
 {
 	int ret;
@@ -606,12 +463,8 @@ PC_EXPORT int pc_snapshot_writer_finish(struct pc_snapshot_writer *w)
 	}
 	if (ret == 0)
 		ret = flush(w);
-	if (ret == 0 && w->dirfd >= 0) {
-		if (fsync(w->fd) < 0)
-			ret = pc_neg_errno();
-		else
-			ret = link_into_place(w);
-	}
+	if (ret == 0 && w->of)
+		ret = pc_outfile_commit(w->of);
 	if (ret < 0) {
 		w->err = ret;
 		return ret;
@@ -624,15 +477,7 @@ PC_EXPORT void pc_snapshot_writer_free(struct pc_snapshot_writer *w)
 {
 	if (!w)
 		return;
-	if (w->dirfd >= 0) {
-		if (w->tmpname)
-			unlinkat(w->dirfd, w->tmpname, 0);
-		if (w->fd >= 0)
-			close(w->fd);
-		close(w->dirfd);
-	}
-	free(w->tmpname);
-	free(w->name);
+	pc_outfile_free(w->of); /* unfinished: no file left behind */
 	free(w->prev_path);
 	free(w->buf);
 	free(w);

@@ -748,6 +748,52 @@ int64_t pc_warm(int fd, const struct pc_run *runs, size_t n, const struct pc_war
 int64_t pc_warm_snapshot(int fd, struct pc_snapshot_reader *rd, const struct pc_warm_opts *opts,
 			 struct pc_warm_stats *stats);
 
+/* ---- output files replaced atomically ------------------------------------- */
+
+struct pc_outfile;
+
+/** pc_outfile_new_at() flags. */
+enum pc_outfile_flags {
+	PC_OUTFILE_KEEP_MODE = 1u << 0, /* a file of the caller's that is replaced
+					   keeps its mode */
+};
+
+/**
+ * pc_outfile_new_at() - a file that will replace @path (relative to @dirfd,
+ * or absolute) atomically, as pc_snapshot_writer_new_at() replaces a
+ * snapshot: write to pc_outfile_fd() (an unnamed O_TMPFILE in @path's
+ * directory, or a hidden ".name.XXXXXX" file where O_TMPFILE cannot be
+ * named later, ".pagecache-snapshot.XXXXXX" for a name too long for that),
+ * created with @mode (umask applies); pc_outfile_commit() puts it in place.
+ * Only a regular file is replaced: where @path names anything else (a
+ * device node, a FIFO, a directory, a symlink) this call or the commit
+ * returns -EEXIST and leaves it alone. Returns 0 or -errno (-EINVAL for an
+ * empty name, "." or ".." or an unknown flag, -ENAMETOOLONG).
+ * @since 0.2
+ */
+int pc_outfile_new_at(int dirfd, const char *path, mode_t mode, unsigned int flags,
+		      struct pc_outfile **out);
+
+/** pc_outfile_fd() - the fd to write to (the outfile's: not to be closed). @since 0.2 */
+int pc_outfile_fd(const struct pc_outfile *f);
+
+/**
+ * pc_outfile_commit() - fsync the file, rename it over the target, fsync
+ * the directory. Call once. Returns 0 or -errno; after a failure the
+ * target is as it was, unless pc_outfile_in_place() says 1 (only the
+ * directory's fsync failed). @since 0.2
+ */
+int pc_outfile_commit(struct pc_outfile *f);
+
+/** pc_outfile_in_place() - 1 when the file was renamed over the target. @since 0.2 */
+int pc_outfile_in_place(const struct pc_outfile *f);
+
+/**
+ * pc_outfile_free() - close it; one not committed leaves no file behind.
+ * NULL is allowed. @since 0.2
+ */
+void pc_outfile_free(struct pc_outfile *f);
+
 /* ---- restore: a snapshot's pages back, beneath a root ---------------------- */
 
 struct stat;

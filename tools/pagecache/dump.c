@@ -9,12 +9,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -529,162 +527,14 @@ static char *beneath_root(const char *root, const char *real)
 }
 
 /*
- * The output file, replaced atomically as pc_snapshot_writer_new_at()
- * replaces a snapshot (dump writes both formats through it, so that it
- * knows the file it writes and leaves it out of the walk): an unnamed
- * O_TMPFILE in the target's directory, linked under a hidden name
- * (".name.XXXXXXXX") and renamed over the target at the end, after an
- * fsync; where the filesystem has no O_TMPFILE, or it could not be linked
- * (no /proc, no CAP_DAC_READ_SEARCH), the hidden name from the start.
- * Only a regular file (or nothing) is replaced: as root, -o /dev/null
- * would otherwise replace the device node. Mode 0600 (root's snapshot
- * tells what the kernel hides from other users), or the mode of the
- * caller's own file it replaces.
+ * The output file is a pc_outfile: replaced atomically, as
+ * pc_snapshot_writer_new_at() replaces a snapshot (dump writes both
+ * formats through it, so that it knows the file it writes and leaves it
+ * out of the walk). Only a regular file (or nothing) is replaced: as root,
+ * -o /dev/null would otherwise replace the device node. Mode 0600 (root's
+ * snapshot tells what the kernel hides from other users), or the mode of
+ * the caller's own file it replaces.
  */
-struct out_file {
-	char *base, *tmp;   /* tmp: the hidden name, once the file has one */
-	int fd, dirfd;
-	bool renamed;       /* in place (only the directory's fsync failed) */
-};
-
-/* 0 when the target is missing or a regular file (its mode in *mode when
- * the caller owns it, else -1), else -errno. */
-static int out_replaceable(struct out_file *o, int *mode)
-{
-	struct stat st;
-
-	if (mode)
-		*mode = -1;
-	if (fstatat(o->dirfd, o->base, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (!S_ISREG(st.st_mode))
-		return -EEXIST;
-	if (mode && st.st_uid == geteuid())
-		*mode = (int)(st.st_mode & 0777);
-	return 0;
-}
-
-/* A hidden name for the temporary file beside the target: o->tmp. */
-static int out_name(struct out_file *o)
-{
-	uint32_t r;
-
-	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
-		r = (uint32_t)getpid() ^ (uint32_t)clock();
-	/* a name too long for that (NAME_MAX - 10 bytes or more): another */
-	if (asprintf(&o->tmp, ".%s.%08" PRIx32, strlen(o->base) <= NAME_MAX - 10 ? o->base :
-		     "pagecache-snapshot", r) < 0) {
-		o->tmp = NULL;
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-/* Whether an O_TMPFILE can surely be given a name: through /proc/self/fd
- * (AT_EMPTY_PATH, tried first, takes CAP_DAC_READ_SEARCH in the initial
- * user namespace before Linux 6.10). */
-static bool tmpfile_linkable(void)
-{
-	return access("/proc/self/fd", X_OK) == 0;
-}
-
-static int out_open(struct out_file *o, const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	char *dir = slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : strdup(".");
-	int ret, keep;
-
-	o->fd = o->dirfd = -1;
-	o->tmp = NULL;
-	o->base = strdup(slash ? slash + 1 : path);
-	if (!dir || !o->base) {
-		free(dir);
-		return -ENOMEM;
-	}
-	if (!*o->base || !strcmp(o->base, ".") || !strcmp(o->base, "..")) {
-		free(dir);
-		return -EINVAL;
-	}
-	o->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	free(dir);
-	if (o->dirfd < 0)
-		return -errno;
-	ret = out_replaceable(o, &keep);
-	if (ret < 0)
-		return ret;
-	if (tmpfile_linkable()) {
-		o->fd = openat(o->dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
-		if (o->fd < 0 && errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
-			return -errno;
-	}
-	for (int i = 0; o->fd < 0 && i < 100; i++) {
-		ret = out_name(o);
-		if (ret < 0)
-			return ret;
-		o->fd = openat(o->dirfd, o->tmp, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
-		if (o->fd < 0) {
-			ret = -errno;
-			free(o->tmp);
-			o->tmp = NULL;
-			if (ret != -EEXIST)
-				return ret;
-		}
-	}
-	if (o->fd < 0)
-		return -EAGAIN;
-	/* the caller's own snapshot keeps the mode they gave it */
-	if (keep >= 0 && fchmod(o->fd, (mode_t)keep) < 0)
-		return -errno;
-	return 0;
-}
-
-static int out_commit(struct out_file *o)
-{
-	char proc[64];
-	int ret;
-
-	if (fsync(o->fd) < 0)
-		return -errno;
-	ret = out_replaceable(o, NULL);
-	if (ret < 0)
-		return ret;
-	/* the unnamed file gets a hidden name first: linkat cannot replace */
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", o->fd);
-	for (int i = 0; !o->tmp && i < 100; i++) {
-		ret = out_name(o);
-		if (ret < 0)
-			return ret;
-		if (linkat(o->fd, "", o->dirfd, o->tmp, AT_EMPTY_PATH) == 0 ||
-		    linkat(AT_FDCWD, proc, o->dirfd, o->tmp, AT_SYMLINK_FOLLOW) == 0)
-			break;
-		ret = -errno;
-		free(o->tmp);
-		o->tmp = NULL;
-		if (ret != -EEXIST)
-			return ret;
-	}
-	if (!o->tmp)
-		return -EAGAIN;
-	if (renameat(o->dirfd, o->tmp, o->dirfd, o->base) < 0)
-		return -errno;
-	free(o->tmp);
-	o->tmp = NULL;
-	o->renamed = true;
-	return fsync(o->dirfd) < 0 ? -errno : 0;
-}
-
-static void out_free(struct out_file *o)
-{
-	if (o->tmp && o->dirfd >= 0)
-		unlinkat(o->dirfd, o->tmp, 0);
-	if (o->fd >= 0)
-		close(o->fd);
-	if (o->dirfd >= 0)
-		close(o->dirfd);
-	free(o->tmp);
-	free(o->base);
-}
-
 static const char *out_error(int err)
 {
 	if (err == -EEXIST) /* out_replaceable() */
@@ -768,7 +618,7 @@ int cmd_dump(int argc, char **argv)
 	struct dump_ctx c = { .rootfd = -1 };
 	struct selection sel;
 	struct pc_snapshot_info info = { .size = sizeof(info) };
-	struct out_file ho = { .fd = -1, .dirfd = -1 };
+	struct pc_outfile *ho = NULL;
 	struct walk *w = NULL;
 	struct pipeline *pl = NULL;
 	const struct walk_ops *ops = &dump_walk_ops;
@@ -920,8 +770,8 @@ int cmd_dump(int argc, char **argv)
 		int fd = STDOUT_FILENO;
 
 		if (!to_stdout) {
-			ret = out_open(&ho, out);
-			fd = ho.fd;
+			ret = pc_outfile_new_at(AT_FDCWD, out, 0600, PC_OUTFILE_KEEP_MODE, &ho);
+			fd = ret == 0 ? pc_outfile_fd(ho) : -1;
 		}
 		if (ret == 0 && c.fmt == SNAP_HAPPYCACHE)
 			ret = hc_writer_new(fd, &c.hw);
@@ -937,7 +787,7 @@ int cmd_dump(int argc, char **argv)
 		out_start = lseek(STDOUT_FILENO, 0, SEEK_CUR);
 	{
 		struct stat st;
-		int fd = to_stdout ? STDOUT_FILENO : ho.fd;
+		int fd = to_stdout ? STDOUT_FILENO : pc_outfile_fd(ho);
 
 		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
 			c.self[c.nself++] = (typeof(c.self[0])){ st.st_dev, st.st_ino };
@@ -980,10 +830,10 @@ int cmd_dump(int argc, char **argv)
 	if (ret == 0 && c.hw)
 		ret = hc_writer_finish(c.hw);
 	if (ret == 0 && !to_stdout)
-		ret = out_commit(&ho);
+		ret = pc_outfile_commit(ho);
 	if (ret < 0) {
 		cli_error(out, strlen(out), "cannot write the snapshot: %s%s", out_error(ret),
-			  to_stdout ? "" : ho.renamed ? " (it is in place, but its directory "
+			  to_stdout ? "" : pc_outfile_in_place(ho) ? " (it is in place, but its directory "
 			  "could not be synced)" : " (nothing was written)");
 		ret = PC_EXIT_FAILED;
 		goto out;
@@ -997,7 +847,7 @@ int cmd_dump(int argc, char **argv)
 			if (out_start >= 0 && end >= out_start && fstat(STDOUT_FILENO, &st) == 0 &&
 			    S_ISREG(st.st_mode))
 				size = end - out_start;
-		} else if (fstat(ho.fd, &st) == 0) {
+		} else if (fstat(pc_outfile_fd(ho), &st) == 0) {
 			size = st.st_size;
 		}
 	}
@@ -1018,7 +868,7 @@ out:
 	pipeline_finish(&pl);
 	pc_snapshot_writer_free(c.sw);
 	hc_writer_free(c.hw);
-	out_free(&ho);
+	pc_outfile_free(ho);
 	walk_free(w);
 	if (rootfd >= 0)
 		close(rootfd);
