@@ -116,119 +116,145 @@ static int path_push(struct buf *path, size_t at, const char *name)
 	return 0;
 }
 
+/* The walk: a stack of open directories, the path of the entry at hand,
+ * and the keys still without a path. */
+struct search {
+	struct level levels[FINDINO_MAX_DEPTH];
+	size_t depth;
+	struct buf path;
+	struct inode_key *keys;
+	size_t n, left;
+};
+
+/* A regular file with the key of some keys: every one of those without a
+ * path gets this one. 0 or -ENOMEM. */
+static int found_file(struct search *s, const struct level *l, const char *name,
+		      struct inode_key *k, const struct inode_key *key)
+{
+	/* the first name met (a hard link's others are alike), for every
+	 * key of that file (two recorded names) */
+	while (k > s->keys && !key_cmp(k - 1, key))
+		k--;
+	if (path_push(&s->path, l->pathlen, name) < 0)
+		return -ENOMEM;
+	for (; k < s->keys + s->n && !key_cmp(k, key); k++) {
+		if (k->found)
+			continue;
+		if (!(k->found = strndup(s->path.data, s->path.len)))
+			return -ENOMEM;
+		s->left--;
+	}
+	return 0;
+}
+
+/* Enter directory name of l (st: its fstatat) when it is worth it:
+ * another filesystem only where a wanted file was, no automount
+ * triggered, no directory entered twice. 0 or -errno (the search would
+ * be incomplete). */
+static int enter_dir(struct search *s, struct level *l, const char *name)
+{
+	struct stat st, st2;
+	int fd;
+
+	if (s->depth == FINDINO_MAX_DEPTH ||
+	    fstatat(dirfd(l->d), name, &st, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT) < 0 ||
+	    !S_ISDIR(st.st_mode) ||
+	    ((uint64_t)st.st_dev != l->dev && !dev_wanted(s->keys, s->n, (uint64_t)st.st_dev)) ||
+	    on_stack(s->levels, s->depth, &st))
+		return 0;
+	fd = openat(dirfd(l->d), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOMEM))
+		return -errno;
+	if (fd < 0)
+		return 0; /* unreadable, or gone: nothing to find there */
+	if (path_push(&s->path, l->pathlen, name) < 0) {
+		close(fd);
+		return -ENOMEM;
+	}
+	/* what was looked at is what was opened */
+	if (fstat(fd, &st2) < 0 || st2.st_dev != st.st_dev || st2.st_ino != st.st_ino ||
+	    !(s->levels[s->depth].d = fdopendir(fd))) {
+		close(fd);
+		return 0;
+	}
+	s->levels[s->depth].dev = (uint64_t)st.st_dev;
+	s->levels[s->depth].ino = (uint64_t)st.st_ino;
+	s->levels[s->depth].pathlen = s->path.len;
+	s->levels[s->depth].stat_files = stat_files(fd);
+	s->depth++;
+	return 0;
+}
+
+/* The next entry of the deepest directory. 0 or -errno. */
+static int search_step(struct search *s)
+{
+	struct level *l = &s->levels[s->depth - 1];
+	struct inode_key key, *k;
+	struct dirent *e;
+	unsigned char type;
+	struct stat st;
+
+	errno = 0;
+	e = readdir(l->d);
+	if (!e) {
+		closedir(l->d);
+		s->depth--;
+		return 0;
+	}
+	if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+		return 0;
+	type = e->d_type;
+	key = (struct inode_key){ .dev = l->dev, .ino = e->d_ino };
+	if (type == DT_UNKNOWN || (type == DT_REG && l->stat_files)) {
+		if (fstatat(dirfd(l->d), e->d_name, &st, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT) < 0)
+			return 0;
+		type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
+		key.dev = (uint64_t)st.st_dev;
+		key.ino = (uint64_t)st.st_ino;
+	}
+	if (type == DT_REG && dev_wanted(s->keys, s->n, key.dev) &&
+	    (k = bsearch(&key, s->keys, s->n, sizeof(*s->keys), key_cmp)) && !k->found)
+		return found_file(s, l, e->d_name, k, &key);
+	return type == DT_DIR ? enter_dir(s, l, e->d_name) : 0;
+}
+
 int pc_find_inodes(int rootfd, struct inode_key *keys, size_t n, const volatile int *stop)
 {
-	struct level levels[FINDINO_MAX_DEPTH];
-	struct buf path = { 0 };
-	size_t depth = 0, left = 0;
-	struct stat st, st2;
+	struct search *s;
+	struct stat st;
 	int fd, ret = 0;
+	size_t left = 0;
 
 	for (size_t i = 0; i < n; i++)
 		left += !keys[i].found;
 	qsort(keys, n, sizeof(*keys), key_cmp);
 	if (!left)
 		return 0;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->keys = keys;
+	s->n = n;
+	s->left = left;
 	fd = openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	if (fstat(fd, &st) < 0 || !(levels[0].d = fdopendir(fd))) {
+	if (fd >= 0 && (fstat(fd, &st) < 0 || !(s->levels[0].d = fdopendir(fd)))) {
 		close(fd);
-		return 0;
+		fd = -1;
 	}
-	levels[0].dev = (uint64_t)st.st_dev;
-	levels[0].ino = (uint64_t)st.st_ino;
-	levels[0].pathlen = 0;
-	levels[0].stat_files = stat_files(fd);
-	depth = 1;
-	while (depth && left && !(stop && *stop)) {
-		struct level *l = &levels[depth - 1];
-		struct inode_key key, *k;
-		struct dirent *e;
-		unsigned char type;
-
-		errno = 0;
-		e = readdir(l->d);
-		if (!e) {
-			closedir(l->d);
-			depth--;
-			continue;
-		}
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		type = e->d_type;
-		key = (struct inode_key){ .dev = l->dev, .ino = e->d_ino };
-		if (type == DT_UNKNOWN || (type == DT_REG && l->stat_files)) {
-			if (fstatat(dirfd(l->d), e->d_name, &st,
-				    AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT) < 0)
-				continue;
-			type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
-			key.dev = (uint64_t)st.st_dev;
-			key.ino = (uint64_t)st.st_ino;
-		}
-		if (type == DT_REG && dev_wanted(keys, n, key.dev) &&
-		    (k = bsearch(&key, keys, n, sizeof(*keys), key_cmp)) && !k->found) {
-			/* the first name met (a hard link's others are alike),
-			 * for every key of that file (two recorded names) */
-			while (k > keys && !key_cmp(k - 1, &key))
-				k--;
-			if (path_push(&path, l->pathlen, e->d_name) < 0) {
-				ret = -ENOMEM;
-				break;
-			}
-			for (; k < keys + n && !key_cmp(k, &key); k++) {
-				if (k->found)
-					continue;
-				if (!(k->found = strndup(path.data, path.len))) {
-					ret = -ENOMEM;
-					break;
-				}
-				left--;
-			}
-			if (ret < 0)
-				break;
-			continue;
-		}
-		if (type != DT_DIR || depth == FINDINO_MAX_DEPTH)
-			continue;
-		/* another filesystem only where a wanted file was; no
-		 * automount triggered; no directory entered twice */
-		if (fstatat(dirfd(l->d), e->d_name, &st, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT) < 0 ||
-		    !S_ISDIR(st.st_mode) ||
-		    ((uint64_t)st.st_dev != l->dev && !dev_wanted(keys, n, (uint64_t)st.st_dev)) ||
-		    on_stack(levels, depth, &st))
-			continue;
-		fd = openat(dirfd(l->d), e->d_name,
-			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOMEM)) {
-			ret = -errno; /* the search would be incomplete: say so */
-			break;
-		}
-		if (fd < 0)
-			continue; /* unreadable, or gone: nothing to find there */
-		if (path_push(&path, l->pathlen, e->d_name) < 0) {
-			close(fd);
-			ret = -ENOMEM;
-			break;
-		}
-		/* what was looked at is what was opened */
-		if (fstat(fd, &st2) < 0 || st2.st_dev != st.st_dev || st2.st_ino != st.st_ino ||
-		    !(levels[depth].d = fdopendir(fd))) {
-			close(fd);
-			continue;
-		}
-		levels[depth].dev = (uint64_t)st.st_dev;
-		levels[depth].ino = (uint64_t)st.st_ino;
-		levels[depth].pathlen = path.len;
-		levels[depth].stat_files = stat_files(fd);
-		depth++;
+	if (fd >= 0) {
+		s->levels[0].dev = (uint64_t)st.st_dev;
+		s->levels[0].ino = (uint64_t)st.st_ino;
+		s->levels[0].stat_files = stat_files(fd);
+		s->depth = 1;
 	}
-	while (depth)
-		closedir(levels[--depth].d);
-	free(path.data);
+	while (s->depth && s->left && !(stop && *stop) && ret == 0)
+		ret = search_step(s);
+	while (s->depth)
+		closedir(s->levels[--s->depth].d);
+	free(s->path.data);
+	free(s);
 	if (ret < 0)
 		return ret;
-	ret = 0;
 	for (size_t i = 0; i < n; i++)
 		ret += keys[i].found != NULL;
 	return ret;

@@ -599,150 +599,163 @@ static uint64_t map_slot(struct restore *c, struct jobs *js, const struct pc_run
 	return slot;
 }
 
-/* The snapshot in its order: one file, then the next (--order=file); or
- * the small files of a window in their order on the disk (--order=disk). */
+/* The files and runs in flight in the snapshot's order. */
+struct inorder {
+	struct restore *c;
+	struct pc_run *batch;      /* a file alone: BATCH_RUNS */
+	struct jobq q;
+	struct win w;              /* PC_RESTORE_ORDER_DISK: w.runs set */
+};
+
+/* File f (found at rel) into the window, or alone after it when it has
+ * JOB_RUNS runs or more. 0 or -errno. */
+static int to_window(struct inorder *io, const struct pc_restore_file *f, const char *rel)
+{
+	struct win *w = &io->w;
+	size_t run0;
+	struct job *j;
+	int more, ret;
+
+	if (w->n == WIN_FILES || WIN_RUNS - w->nruns < JOB_RUNS) {
+		ret = rs_win_flush(w);
+		if (ret < 0)
+			return ret;
+	}
+	run0 = w->nruns;
+	while ((more = rs_next_run(io->c, &w->runs[w->nruns])) > 0)
+		if (++w->nruns - run0 == JOB_RUNS)
+			break;
+	if (more < 0)
+		return more;
+	if (w->nruns - run0 < JOB_RUNS) {
+		j = rs_win_add(w, f, rel);
+		if (!j)
+			return -ENOMEM;
+		j->run0 = run0;
+		j->nruns = w->nruns - run0;
+		return 0;
+	}
+	memcpy(io->batch, w->runs + run0, JOB_RUNS * sizeof(*io->batch));
+	w->nruns = run0;
+	ret = rs_win_flush(w);
+	return ret < 0 ? ret : restore_alone(io->c, &io->q, f, rel, io->batch, JOB_RUNS);
+}
+
+/* File f (found at rel) into the batch being filled while its runs fit;
+ * else the batch first, then this file alone, from the runs read so far.
+ * 0 or -errno. */
+static int to_batch(struct inorder *io, const struct pc_restore_file *f, const char *rel)
+{
+	struct restore *c = io->c;
+	struct jobs *js = io->q.fill;
+	size_t run0 = js->nruns, n;
+	bool fits = true;
+	struct job *j;
+	int more, ret;
+
+	while ((more = rs_next_run(c, &js->runs[js->nruns])) > 0) {
+		js->bound += js->runs[js->nruns].npages;
+		if (++js->nruns == JOB_RUNS) {
+			fits = false;
+			break;
+		}
+	}
+	if (more < 0)
+		return more;
+	if (fits) {
+		j = &js->job[js->n];
+		ret = rs_job_init(j, f, rel, c->files - 1);
+		if (ret < 0)
+			return ret;
+		j->early = true;
+		j->run0 = run0;
+		j->nruns = js->nruns - run0;
+		j->slot = map_slot(c, js, js->runs + run0, j->nruns);
+		if (++js->n == JOB_FILES || js->nruns == JOB_RUNS)
+			return jobq_flush(&io->q);
+		return 0;
+	}
+	n = js->nruns - run0;
+	memcpy(io->batch, js->runs + run0, n * sizeof(*io->batch));
+	js->nruns = run0;
+	return restore_alone(c, &io->q, f, rel, io->batch, n);
+}
+
+/* One file of the snapshot: counted, skipped, or on its way. 0 or -errno. */
+static int take_file(struct inorder *io, const struct pc_restore_file *f)
+{
+	struct restore *c = io->c;
+	const char *rel;
+	int ret;
+
+	c->files++;
+	rs_note_cancel(c);
+	if (f->quality == PC_QUALITY_UNKNOWN) {
+		c->skipped[PC_RESTORE_SKIP_UNKNOWN_AT_CAPTURE]++;
+		return 0;
+	}
+	if (f->identity && f->npages == 0) {
+		c->files_empty++;
+		return 0;
+	}
+	if (c->stop) {
+		c->skipped[PC_RESTORE_SKIP_NOT_REACHED]++;
+		return 0;
+	}
+	rel = rs_relative(c, f->path);
+	if (!rel) {
+		/* notes stay in the snapshot's order (in disk order there is
+		 * none to keep) */
+		ret = io->w.runs ? 0 : jobq_finish(&io->q);
+		if (ret < 0)
+			return ret;
+		c->skipped[PC_RESTORE_SKIP_REFUSED]++;
+		rs_event(c, PC_RESTORE_EV_NOT_BENEATH, f->path, 0, c->files - 1);
+		return 0;
+	}
+	return io->w.runs ? to_window(io, f, rel) : to_batch(io, f, rel);
+}
+
+/* The snapshot in its order: one file, then the next (ORDER_FILE); or the
+ * small files of a window in their order on the disk (ORDER_DISK). */
 int rs_restore_in_order(struct restore *c)
 {
-	struct pc_run *batch = malloc(BATCH_RUNS * sizeof(*batch));
 	struct jobs *two = calloc(2, sizeof(*two));
-	struct jobq q = { .fill = two, .other = two + 1 };
-	struct win w = { .c = c };
+	struct inorder io = {
+		.c = c, .batch = malloc(BATCH_RUNS * sizeof(*io.batch)),
+		.q = { .fill = two, .other = two + 1 }, .w = { .c = c },
+	};
 	const struct pc_restore_file *f;
 	int ret;
 
 	if (c->order == PC_RESTORE_ORDER_DISK)
-		w.runs = malloc(WIN_RUNS * sizeof(*w.runs));
-	if (!batch || !two || (c->order == PC_RESTORE_ORDER_DISK && !w.runs)) {
-		free(batch);
+		io.w.runs = malloc(WIN_RUNS * sizeof(*io.w.runs));
+	if (!io.batch || !two || (c->order == PC_RESTORE_ORDER_DISK && !io.w.runs)) {
+		free(io.batch);
 		free(two);
-		free(w.runs);
+		free(io.w.runs);
 		return -ENOMEM;
 	}
 	two[0].x.c = two[1].x.c = c;
 	while ((ret = rs_next_file(c, &f)) > 0) {
-		struct jobs *js = q.fill;
-		const char *rel;
-		struct job *j;
-		size_t run0 = js->nruns;
-		bool fits = true;
-		int more;
-
-		c->files++;
-		rs_note_cancel(c);
-		if (f->quality == PC_QUALITY_UNKNOWN) {
-			c->skipped[PC_RESTORE_SKIP_UNKNOWN_AT_CAPTURE]++;
-			continue;
-		}
-		if (f->identity && f->npages == 0) {
-			c->files_empty++;
-			continue;
-		}
-		if (c->stop) {
-			c->skipped[PC_RESTORE_SKIP_NOT_REACHED]++;
-			continue;
-		}
-		rel = rs_relative(c, f->path);
-		if (!rel) {
-			/* notes stay in the snapshot's order (in disk order
-			 * there is none to keep) */
-			ret = w.runs ? 0 : jobq_finish(&q);
-			if (ret < 0)
-				break;
-			c->skipped[PC_RESTORE_SKIP_REFUSED]++;
-			rs_event(c, PC_RESTORE_EV_NOT_BENEATH, f->path, 0, c->files - 1);
-			continue;
-		}
-		if (w.runs) {
-			/* its runs, into the window; a file of JOB_RUNS runs
-			 * or more is warmed alone, as below */
-			if (w.n == WIN_FILES || WIN_RUNS - w.nruns < JOB_RUNS) {
-				ret = rs_win_flush(&w);
-				if (ret < 0)
-					break;
-			}
-			run0 = w.nruns;
-			while ((more = rs_next_run(c, &w.runs[w.nruns])) > 0)
-				if (++w.nruns - run0 == JOB_RUNS) {
-					fits = false;
-					break;
-				}
-			if (more < 0) {
-				ret = more;
-				break;
-			}
-			if (fits) {
-				j = rs_win_add(&w, f, rel);
-				if (!j) {
-					ret = -ENOMEM;
-					break;
-				}
-				j->run0 = run0;
-				j->nruns = w.nruns - run0;
-				continue;
-			}
-			memcpy(batch, w.runs + run0, JOB_RUNS * sizeof(*batch));
-			w.nruns = run0;
-			ret = rs_win_flush(&w);
-			if (ret == 0)
-				ret = restore_alone(c, &q, f, rel, batch, JOB_RUNS);
-			if (ret < 0)
-				break;
-			continue;
-		}
-		/* its runs, into the batch while they fit */
-		while ((more = rs_next_run(c, &js->runs[js->nruns])) > 0) {
-			js->bound += js->runs[js->nruns].npages;
-			if (++js->nruns == JOB_RUNS) {
-				fits = false;
-				break;
-			}
-		}
-		if (more < 0) {
-			ret = more;
+		ret = take_file(&io, f);
+		if (ret < 0)
 			break;
-		}
-		if (fits) {
-			j = &js->job[js->n];
-			ret = rs_job_init(j, f, rel, c->files - 1);
-			if (ret < 0)
-				break;
-			j->early = true;
-			j->run0 = run0;
-			j->nruns = js->nruns - run0;
-			j->slot = map_slot(c, js, js->runs + run0, j->nruns);
-			if (++js->n == JOB_FILES || js->nruns == JOB_RUNS)
-				ret = jobq_flush(&q);
-			if (ret < 0)
-				break;
-			continue;
-		}
-		/* a file of many runs: the batch first, then this file alone,
-		 * from the runs read so far */
-		{
-			size_t n = js->nruns - run0;
-
-			memcpy(batch, js->runs + run0, n * sizeof(*batch));
-			js->nruns = run0;
-			ret = restore_alone(c, &q, f, rel, batch, n);
-			if (ret < 0)
-				break;
-		}
 	}
 	if (ret == 0)
-		ret = rs_win_flush(&w);
+		ret = rs_win_flush(&io.w);
 	if (ret == 0)
-		ret = jobq_finish(&q);
+		ret = jobq_finish(&io.q);
 	if (ret < 0) {
-		rs_win_drop(&w);
-		jobq_drop(&q);
+		rs_win_drop(&io.w);
+		jobq_drop(&io.q);
 	}
 	if (ret == 0)
 		rs_early_finish(c);
 	rs_maps_free(c);
-	free(w.job);
-	free(w.runs);
-	free(batch);
+	free(io.w.job);
+	free(io.w.runs);
+	free(io.batch);
 	free(two);
 	return ret;
 }
-
