@@ -1123,6 +1123,50 @@ START_TEST(atomic_writer_replaces_only_a_regular_file)
 }
 END_TEST
 
+/* pc_outfile_new_at(), which the writer and dump share: the caller's own
+ * file keeps its mode with PC_OUTFILE_KEEP_MODE (not without), nothing is
+ * in place before the commit, and a second commit is refused. */
+START_TEST(outfile_keeps_the_callers_mode_when_asked)
+{
+	char *dir = make_tmpdir();
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct pc_outfile *f;
+	struct stat st;
+	char byte;
+
+	ck_assert_int_ge(dfd, 0);
+	for (int keep = 0; keep < 2; keep++) {
+		int old = openat(dfd, "out", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+		ck_assert_int_ge(old, 0);
+		ck_assert_int_eq(fchmod(old, 0640), 0);
+		close(old);
+		ck_assert_int_eq(pc_outfile_new_at(dfd, "out", 0600,
+						   keep ? PC_OUTFILE_KEEP_MODE : 0, &f), 0);
+		ck_assert_int_eq(write(pc_outfile_fd(f), "x", 1), 1);
+		ck_assert_int_eq(pc_outfile_in_place(f), 0);
+		ck_assert_int_eq(fstatat(dfd, "out", &st, 0), 0);
+		ck_assert_int_eq(st.st_size, 0); /* the old one until the commit */
+		ck_assert_int_eq(pc_outfile_commit(f), 0);
+		ck_assert_int_eq(pc_outfile_in_place(f), 1);
+		ck_assert_int_eq(pc_outfile_commit(f), -EINVAL);
+		pc_outfile_free(f);
+		ck_assert_int_eq(fstatat(dfd, "out", &st, 0), 0);
+		ck_assert_int_eq(st.st_size, 1);
+		ck_assert_uint_eq(st.st_mode & 0777, keep ? 0640 : 0600);
+		old = openat(dfd, "out", O_RDONLY | O_CLOEXEC);
+		ck_assert_int_eq(read(old, &byte, 1), 1);
+		ck_assert_int_eq(byte, 'x');
+		close(old);
+	}
+	ck_assert_int_eq(pc_outfile_new_at(dfd, "..", 0600, 0, &f), -EINVAL);
+	ck_assert_int_eq(pc_outfile_new_at(dfd, "out", 0600, 1u << 9, &f), -EINVAL);
+	ck_assert_int_eq(unlinkat(dfd, "out", 0), 0);
+	close(dfd);
+	remove_tmpdir(dir);
+}
+END_TEST
+
 /* In a child with a 2 KiB file size limit: the writer fails mid-way, and
  * neither its temporary file nor a target appears. */
 START_TEST(atomic_writer_leaves_nothing_on_failure)
@@ -1245,6 +1289,7 @@ int main(void)
 	tcase_add_test(files, atomic_writer_replaces_only_when_finished);
 	tcase_add_test(files, atomic_writer_leaves_nothing_on_failure);
 	tcase_add_test(files, atomic_writer_replaces_only_a_regular_file);
+	tcase_add_test(files, outfile_keeps_the_callers_mode_when_asked);
 	suite_add_tcase(s, files);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
