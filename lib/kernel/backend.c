@@ -19,7 +19,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
-#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -183,7 +182,7 @@ static __thread unsigned int mnt_cache_next;
 
 static void fs_check(struct pc_bfile *f)
 {
-	struct statfs sfs;
+	unsigned long type;
 	struct mnt_fs *m;
 
 	if (f->fs_known)
@@ -199,14 +198,11 @@ static void fs_check(struct pc_bfile *f)
 			}
 		}
 	}
-	if (fstatfs(f->fd, &sfs) < 0)
+	if (pc_fs_type(f->fd, &type) < 0)
 		return;
-	if ((unsigned long)sfs.f_type == OVERLAYFS_SUPER_MAGIC)
-		f->fs_blind_cachestat = 1;
-	if ((unsigned long)sfs.f_type == HUGETLBFS_MAGIC)
-		f->fs_blind_mincore = 1;
-	if ((unsigned long)sfs.f_type == TMPFS_MAGIC)
-		f->fs_holes_uncached = 1;
+	f->fs_blind_cachestat = type == OVERLAYFS_SUPER_MAGIC;
+	f->fs_blind_mincore = type == HUGETLBFS_MAGIC;
+	f->fs_holes_uncached = type == TMPFS_MAGIC;
 	if (!f->mnt_id)
 		return;
 	m = &mnt_cache[mnt_cache_next++ % PC_MNT_CACHE];

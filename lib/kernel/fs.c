@@ -5,16 +5,31 @@
 
 #include "kernel.h"
 
+int pc_fs_type(int fd, unsigned long *type)
+{
+	struct statfs sfs;
+
+	if (fstatfs(fd, &sfs) < 0)
+		return pc_neg_errno();
+	/* a 32-bit magic in a signed word: 0x958458f6 reads negative there */
+	*type = (unsigned long)(uint32_t)sfs.f_type;
+	return 0;
+}
+
 /* The filesystem key of an open fd: 0, or -errno. */
 int pc_fs_key(int fd, dev_t *dev, long *fstype)
 {
-	struct statfs sfs;
+	unsigned long type;
 	struct stat st;
+	int ret;
 
-	if (fstat(fd, &st) < 0 || fstatfs(fd, &sfs) < 0)
+	if (fstat(fd, &st) < 0)
 		return pc_neg_errno();
+	ret = pc_fs_type(fd, &type);
+	if (ret < 0)
+		return ret;
 	*dev = st.st_dev;
-	*fstype = (long)sfs.f_type;
+	*fstype = (long)type;
 	return 0;
 }
 

@@ -18,7 +18,6 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
-#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "kernel.h"
@@ -125,11 +124,9 @@ static uid_t overflow_uid_once(void)
 /* 1 if fd's file is on overlayfs, 0 if not, -1 if fstatfs cannot tell. */
 static int on_overlayfs(int fd)
 {
-	struct statfs sfs;
+	unsigned long type;
 
-	if (fstatfs(fd, &sfs) < 0)
-		return -1;
-	return (unsigned long)sfs.f_type == OVERLAYFS_SUPER_MAGIC;
+	return pc_fs_type(fd, &type) < 0 ? -1 : type == OVERLAYFS_SUPER_MAGIC;
 }
 
 /*

@@ -47,6 +47,9 @@ void pc_kernel_bfile_release(struct pc_bfile *f);
 int pc_kernel_io_uring_works(void);
 int pc_kernel_io_uring(void);
 
+/* statfs's f_type of fd's filesystem (its magic number) into *type: 0, or
+ * -errno (fs.c). */
+int pc_fs_type(int fd, unsigned long *type);
 /* The key NOWAIT results are remembered by: device and filesystem type
  * (fs.c). 0, or -errno. */
 int pc_fs_key(int fd, dev_t *dev, long *fstype);
