@@ -209,6 +209,22 @@ struct action {
 	uint64_t max_size;           /* from the selection */
 	uint64_t files, errors, skipped, filtered;
 };
+struct selection;
+struct option;
+/* The command line of evict, touch or lock, for action_options. */
+struct action_cli {
+	const struct option *options;  /* getopt_long's long options */
+	const char *usage_head, *usage_tail; /* --help: head, selection_help, tail */
+	/* The command's own option opt (a long one): 1 handled, 0 not one of
+	 * them, PC_EXIT_USAGE (> 1) after a usage message, -ENOMEM. */
+	int (*option)(void *ctx, int opt, char *arg);
+};
+/* Parse argv: -h, -q and -v into a, the selection's options into sel, the
+ * rest through cli->option(ctx); then selection_check. true: the command
+ * goes on with its paths at argv[optind]; false: it exits with *status
+ * (0 after --help, PC_EXIT_USAGE or PC_EXIT_FAILED after a message). */
+bool action_options(struct action *a, struct selection *sel, const struct action_cli *cli,
+		    void *ctx, int argc, char **argv, int *status);
 /* walk_ops callbacks; ctx points to a struct action */
 void action_note(void *ctx, const char *path, size_t len, const char *why);
 void action_error(void *ctx, const char *path, size_t len, int err, const char *msg);
