@@ -139,14 +139,8 @@ int action_walk(struct action *a, struct selection *sel, const struct walk_ops *
 
 int action_status(struct action *a)
 {
-	int status = a->errors ? PC_EXIT_FAILED : PC_EXIT_OK;
-
 	progress_clear(&a->progress);
-	if (fflush(stdout) != 0 || ferror(stdout)) {
-		cli_error(NULL, 0, "write error on standard output");
-		status = PC_EXIT_FAILED;
-	}
-	return status;
+	return stdout_status(a->errors ? PC_EXIT_FAILED : PC_EXIT_OK);
 }
 
 bool cap_effective(int cap)

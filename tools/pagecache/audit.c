@@ -672,10 +672,7 @@ int cmd_audit(int argc, char **argv)
 		json_report(&a, ch, channels(&a, ch));
 	else
 		text_report(&a, ch, channels(&a, ch));
-	if (fflush(stdout) != 0 || ferror(stdout)) {
-		cli_error(NULL, 0, "write error on standard output");
-		status = PC_EXIT_FAILED;
-	}
+	status = stdout_status(status);
 out:
 	for (size_t i = 0; i < a.nfs; i++)
 		free(a.fs[i].mount_point);

@@ -111,6 +111,9 @@ void text_write_message(FILE *f, const char *msg);
 size_t utf8_seq(const unsigned char *s, size_t avail, uint32_t *cp);
 /* 1 if the len bytes are valid UTF-8 (no overlongs, no surrogates). */
 int utf8_valid(const char *s, size_t len);
+/* A command's exit status once standard output is flushed: status, or
+ * PC_EXIT_FAILED after "write error on standard output". */
+int stdout_status(int status);
 
 /* json.c: a JSON writer that streams to a FILE and tracks commas itself. */
 struct json {

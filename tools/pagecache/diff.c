@@ -556,11 +556,7 @@ int cmd_diff(int argc, char **argv)
 		       (unsigned long long)d.files_new_only, (unsigned long long)d.files_changed,
 		       (unsigned long long)d.unknown);
 	}
-	ret = PC_EXIT_OK;
-	if (fflush(stdout) != 0 || ferror(stdout)) {
-		cli_error(NULL, 0, "write error on standard output");
-		ret = PC_EXIT_FAILED;
-	}
+	ret = stdout_status(PC_EXIT_OK);
 out:
 	table_free(&d.old_only);
 	table_free(&d.new_only);

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The stat report: the text table (paths escaped so each stays on one
- * line), the --map drawing, and the JSON document or NDJSON stream.
+ * The command's output: text with paths escaped so each stays on one
+ * line, the exit status once standard output is flushed, and the stat
+ * report (the text table, the --map drawing, the JSON document or NDJSON
+ * stream).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -120,6 +122,15 @@ void text_write_path(FILE *f, const char *path, size_t len)
 void text_write_message(FILE *f, const char *msg)
 {
 	write_escaped(f, msg, strlen(msg), false);
+}
+
+int stdout_status(int status)
+{
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		cli_error(NULL, 0, "write error on standard output");
+		return PC_EXIT_FAILED;
+	}
+	return status;
 }
 
 

@@ -425,7 +425,7 @@ int cmd_stat(int argc, char **argv)
 	void *ops_ctx = &c;
 	bool json = false, ndjson = false, bytes = false, pages = false;
 	uint64_t threads = 2;
-	int opt, ret = 0, status, fin;
+	int opt, ret = 0, fin;
 
 	selection_init(&sel);
 	c.res_flags = PC_RES_COUNT_ONLY;
@@ -539,12 +539,7 @@ int cmd_stat(int argc, char **argv)
 			report_row(&c.rep, &c.rows[i]);
 	}
 	report_end(&c.rep, &c.t);
-	status = c.t.errors ? PC_EXIT_FAILED : PC_EXIT_OK;
-	if (fflush(stdout) != 0 || ferror(stdout)) {
-		cli_error(NULL, 0, "write error on standard output");
-		status = PC_EXIT_FAILED;
-	}
-	ret = status;
+	ret = stdout_status(c.t.errors ? PC_EXIT_FAILED : PC_EXIT_OK);
 	goto out;
 nomem:
 	progress_clear(&c.progress);
