@@ -264,97 +264,91 @@ struct channel {
 	const char *why;
 };
 
+/* What a detector's mode means, and the side channel it leaves. */
+struct mode_info {
+	int mode;
+	enum channel_status status;
+	const char *meaning;
+};
+
+/* Each table ends with its UNKNOWN mode, which stands for any mode not
+ * listed (a -errno too). */
+static const struct mode_info mincore_modes[] = {
+	{ PC_MINCORE_FULL, CH_OPEN,
+	  "no gate: any user sees which pages of any file it can map are cached" },
+	{ PC_MINCORE_GATED_FAKED, CH_CLOSED,
+	  "gated (5.2+): files a user neither owns nor may write read as fully "
+	  "resident, whatever the truth" },
+	{ PC_MINCORE_GATED_MAPPED, CH_CLOSED,
+	  "gated: for files a user neither owns nor may write, only the pages it "
+	  "mapped itself" },
+	{ PC_MINCORE_MAPPED_ONLY, CH_CLOSED,
+	  "only the caller's own mapped pages, for everyone (5.0-rc1..rc3)" },
+	{ PC_MINCORE_USELESS, CH_CLOSED,
+	  "every page reads as resident (an emulation): no information" },
+	{ PC_MINCORE_UNKNOWN, CH_UNKNOWN, "could not be found out" },
+};
+
+static const struct mode_info cachestat_modes[] = {
+	{ PC_CACHESTAT_ABSENT, CH_CLOSED, "not in this kernel (before 6.5)" },
+	{ PC_CACHESTAT_BLOCKED, CH_CLOSED, "refused outright by a seccomp or LSM filter" },
+	{ PC_CACHESTAT_GATED, CH_CLOSED, "gated (6.14+): owners, writers and CAP_FOWNER only" },
+	{ PC_CACHESTAT_OPEN, CH_OPEN, "open: any user who can open a file gets its page counts" },
+	{ PC_CACHESTAT_UNKNOWN, CH_UNKNOWN, "could not be found out" },
+};
+
+static const struct mode_info nowait_modes[] = {
+	{ PC_NOWAIT_UNSUPPORTED, CH_CLOSED, "not supported on this filesystem (EOPNOTSUPP)" },
+	{ PC_NOWAIT_CLEAN, CH_OPEN,
+	  "a miss fails with EAGAIN and reads nothing: a side-effect-free probe" },
+	{ PC_NOWAIT_DESTRUCTIVE, CH_OPEN,
+	  "a miss fails with EAGAIN and starts reading the page in (6.12+)" },
+	{ PC_NOWAIT_UNKNOWN, CH_UNKNOWN, "could not be found out (a read-only directory?)" },
+};
+
+static const struct mode_info *mode_info(const struct mode_info *table, size_t n, int mode)
+{
+	for (size_t i = 0; i + 1 < n; i++)
+		if (table[i].mode == mode)
+			return &table[i];
+	return &table[n - 1];
+}
+
+#define MODE_INFO(table, mode) mode_info(table, sizeof(table) / sizeof(table[0]), mode)
+
 static const char *mincore_meaning(int mode)
 {
-	switch (mode) {
-	case PC_MINCORE_FULL:
-		return "no gate: any user sees which pages of any file it can map are cached";
-	case PC_MINCORE_GATED_FAKED:
-		return "gated (5.2+): files a user neither owns nor may write read as fully "
-		       "resident, whatever the truth";
-	case PC_MINCORE_GATED_MAPPED:
-		return "gated: for files a user neither owns nor may write, only the pages it "
-		       "mapped itself";
-	case PC_MINCORE_MAPPED_ONLY:
-		return "only the caller's own mapped pages, for everyone (5.0-rc1..rc3)";
-	case PC_MINCORE_USELESS:
-		return "every page reads as resident (an emulation): no information";
-	default:
-		return "could not be found out";
-	}
+	return MODE_INFO(mincore_modes, mode)->meaning;
 }
 
 static const char *cachestat_meaning(int mode)
 {
-	switch (mode) {
-	case PC_CACHESTAT_ABSENT:
-		return "not in this kernel (before 6.5)";
-	case PC_CACHESTAT_BLOCKED:
-		return "refused outright by a seccomp or LSM filter";
-	case PC_CACHESTAT_GATED:
-		return "gated (6.14+): owners, writers and CAP_FOWNER only";
-	case PC_CACHESTAT_OPEN:
-		return "open: any user who can open a file gets its page counts";
-	default:
-		return "could not be found out";
-	}
+	return MODE_INFO(cachestat_modes, mode)->meaning;
 }
 
 static const char *nowait_meaning(int mode)
 {
-	switch (mode) {
-	case PC_NOWAIT_UNSUPPORTED:
-		return "not supported on this filesystem (EOPNOTSUPP)";
-	case PC_NOWAIT_CLEAN:
-		return "a miss fails with EAGAIN and reads nothing: a side-effect-free probe";
-	case PC_NOWAIT_DESTRUCTIVE:
-		return "a miss fails with EAGAIN and starts reading the page in (6.12+)";
-	default:
-		return "could not be found out (a read-only directory?)";
-	}
-}
-
-static enum channel_status mincore_status(int mode)
-{
-	if (mode == PC_MINCORE_FULL)
-		return CH_OPEN;
-	if (mode == PC_MINCORE_GATED_FAKED || mode == PC_MINCORE_GATED_MAPPED ||
-	    mode == PC_MINCORE_MAPPED_ONLY || mode == PC_MINCORE_USELESS)
-		return CH_CLOSED;
-	return CH_UNKNOWN;
-}
-
-static enum channel_status cachestat_status(int mode)
-{
-	if (mode == PC_CACHESTAT_OPEN)
-		return CH_OPEN;
-	if (mode == PC_CACHESTAT_GATED || mode == PC_CACHESTAT_BLOCKED ||
-	    mode == PC_CACHESTAT_ABSENT)
-		return CH_CLOSED;
-	return CH_UNKNOWN;
+	return MODE_INFO(nowait_modes, mode)->meaning;
 }
 
 static void nowait_channel(struct channel *ch, int mode)
 {
+	ch->status = MODE_INFO(nowait_modes, mode)->status;
 	ch->probe = NULL;
 	switch (mode) {
 	case PC_NOWAIT_CLEAN:
-		ch->status = CH_OPEN;
 		ch->probe = "clean";
 		ch->why = "a side-effect-free probe of any readable file, page by page";
 		break;
 	case PC_NOWAIT_DESTRUCTIVE:
-		ch->status = CH_OPEN;
 		ch->probe = "destructive";
 		ch->why = "a probe that caches what it misses: each page tells once "
 			  "(the first access only)";
 		break;
 	case PC_NOWAIT_UNSUPPORTED:
-		ch->status = CH_CLOSED;
 		ch->why = "RWF_NOWAIT is not supported on this filesystem";
 		break;
 	default:
-		ch->status = CH_UNKNOWN;
 		ch->why = "the RWF_NOWAIT behaviour could not be found out here";
 		break;
 	}
@@ -365,10 +359,11 @@ static size_t channels(const struct audit *a, struct channel *ch)
 {
 	size_t n = 0;
 
-	ch[n] = (struct channel){ "mincore", NULL, mincore_status(a->mincore), NULL,
-				  mincore_meaning(a->mincore) };
+	ch[n] = (struct channel){ "mincore", NULL, MODE_INFO(mincore_modes, a->mincore)->status,
+				  NULL, mincore_meaning(a->mincore) };
 	n++;
-	ch[n] = (struct channel){ "cachestat", NULL, cachestat_status(a->cachestat), NULL,
+	ch[n] = (struct channel){ "cachestat", NULL,
+				  MODE_INFO(cachestat_modes, a->cachestat)->status, NULL,
 				  cachestat_meaning(a->cachestat) };
 	n++;
 	for (size_t i = 0; i < a->nfs; i++) {
