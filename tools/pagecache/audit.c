@@ -412,10 +412,18 @@ static const char *cap_word(bool b)
 	return b ? "yes" : "no";
 }
 
+/* How many channels are open, closed and unknown: count[CH_OPEN] ... */
+static void count_status(const struct channel *ch, size_t nch, size_t count[3])
+{
+	count[CH_UNKNOWN] = count[CH_OPEN] = count[CH_CLOSED] = 0;
+	for (size_t i = 0; i < nch; i++)
+		count[ch[i].status]++;
+}
+
 static void text_report(const struct audit *a, const struct channel *ch, size_t nch)
 {
 	const struct caller *me = &a->me;
-	size_t nopen = 0, nclosed = 0, nunknown = 0;
+	size_t count[3];
 
 	printf("kernel:     %s %s (%s)\n", a->uts.sysname, a->uts.release, a->uts.machine);
 	printf("page size:  %ld bytes\n", a->page_size);
@@ -480,17 +488,13 @@ static void text_report(const struct audit *a, const struct channel *ch, size_t 
 			printf(" (%s)", c->fs->fstype[0] ? c->fs->fstype : "?");
 		}
 		printf(": %s\n", c->why);
-		if (c->status == CH_OPEN)
-			nopen++;
-		else if (c->status == CH_CLOSED)
-			nclosed++;
-		else
-			nunknown++;
 	}
-	printf("  => %zu open, %zu closed, %zu unknown.", nopen, nclosed, nunknown);
-	if (nopen == 0 && nunknown == 0)
+	count_status(ch, nch, count);
+	printf("  => %zu open, %zu closed, %zu unknown.", count[CH_OPEN], count[CH_CLOSED],
+	       count[CH_UNKNOWN]);
+	if (count[CH_OPEN] == 0 && count[CH_UNKNOWN] == 0)
 		printf(" Unprivileged users cannot learn which pages of others' files are cached.\n");
-	else if (nopen)
+	else if (count[CH_OPEN])
 		printf(" Unprivileged users can learn which pages of files they may read are "
 		       "cached through the open channels.\n");
 	else
@@ -504,109 +508,122 @@ static void text_report(const struct audit *a, const struct channel *ch, size_t 
 	}
 }
 
+static void json_kernel(struct json *j, const struct audit *a)
+{
+	json_begin_object(j, "kernel");
+	json_cstring(j, "sysname", a->uts.sysname);
+	json_cstring(j, "release", a->uts.release);
+	json_cstring(j, "version", a->uts.version);
+	json_cstring(j, "machine", a->uts.machine);
+	json_uint(j, "page_size", (uint64_t)a->page_size);
+	json_cstring(j, "library_version", pc_version());
+	json_end_object(j);
+}
+
+/* "mincore", "cachestat" and "io_uring": what the detectors found. */
+static void json_detectors(struct json *j, const struct audit *a)
+{
+	json_begin_object(j, "mincore");
+	json_cstring(j, "mode", a->mincore >= 0 ? pc_mincore_mode_name(a->mincore) : "unknown");
+	json_cstring(j, "meaning", mincore_meaning(a->mincore));
+	json_end_object(j);
+	json_begin_object(j, "cachestat");
+	json_cstring(j, "mode",
+		     a->cachestat >= 0 ? pc_cachestat_mode_name(a->cachestat) : "unknown");
+	json_cstring(j, "meaning", cachestat_meaning(a->cachestat));
+	json_end_object(j);
+	json_begin_object(j, "io_uring");
+	json_bool(j, "available", a->io_uring > 0);
+	if (a->io_uring_disabled >= 0)
+		json_int(j, "io_uring_disabled", a->io_uring_disabled);
+	else
+		json_null(j, "io_uring_disabled");
+	json_end_object(j);
+}
+
+static void json_filesystem(struct json *j, const struct fs_info *fi)
+{
+	json_begin_object(j, NULL);
+	json_path(j, fi->path, strlen(fi->path));
+	if (fi->err) {
+		json_cstring(j, "error", strerror(-fi->err));
+		json_int(j, "errno", -fi->err);
+		json_end_object(j);
+		return;
+	}
+	json_cstring(j, "fstype", fi->fstype[0] ? fi->fstype : NULL);
+	json_cstring(j, "mount_point", fi->mount_point);
+	json_begin_object(j, "device");
+	json_uint(j, "major", fi->major);
+	json_uint(j, "minor", fi->minor);
+	json_end_object(j);
+	json_cstring(j, "nowait", fi->nowait >= 0 ? pc_nowait_mode_name(fi->nowait) : "unknown");
+	json_cstring(j, "meaning", nowait_meaning(fi->nowait));
+	json_cstring(j, "nowait_learned_in", fi->nowait_origin[0] ? fi->nowait_origin : NULL);
+	json_end_object(j);
+}
+
+static void json_caller(struct json *j, const struct caller *me)
+{
+	json_begin_object(j, "caller");
+	json_uint(j, "uid", me->uid);
+	json_uint(j, "euid", me->euid);
+	json_uint(j, "fsuid", me->fsuid);
+	json_begin_object(j, "capabilities");
+	json_bool(j, "fowner", me->fowner);
+	json_bool(j, "dac_override", me->dac_override);
+	json_bool(j, "sys_admin", me->sys_admin);
+	json_bool(j, "ipc_lock", me->ipc_lock);
+	json_end_object(j);
+	json_cstring(j, "view", me->view);
+	json_cstring(j, "sees", me->fowner ? "every file" : "files it owns or may write");
+	json_end_object(j);
+}
+
+/* "side_channels" and the "verdict" that counts them. */
+static void json_channels(struct json *j, const struct channel *ch, size_t nch)
+{
+	size_t count[3];
+
+	json_begin_array(j, "side_channels");
+	for (size_t i = 0; i < nch; i++) {
+		const struct channel *c = &ch[i];
+
+		json_begin_object(j, NULL);
+		json_cstring(j, "channel", c->id);
+		if (c->fs)
+			json_string(j, "path", c->fs->path, strlen(c->fs->path));
+		else
+			json_null(j, "path");
+		json_cstring(j, "status", status_name(c->status));
+		json_cstring(j, "probe", c->probe);
+		json_cstring(j, "why", c->why);
+		json_end_object(j);
+	}
+	json_end_array(j);
+	count_status(ch, nch, count);
+	json_begin_object(j, "verdict");
+	json_uint(j, "open", count[CH_OPEN]);
+	json_uint(j, "closed", count[CH_CLOSED]);
+	json_uint(j, "unknown", count[CH_UNKNOWN]);
+	json_end_object(j);
+}
+
 static void json_report(const struct audit *a, const struct channel *ch, size_t nch)
 {
-	const struct caller *me = &a->me;
 	struct json j;
-	uint64_t nopen = 0, nclosed = 0, nunknown = 0;
 
 	json_init(&j, stdout, true);
 	json_begin_object(&j, NULL);
 	json_uint(&j, "format_version", 1);
-	json_begin_object(&j, "kernel");
-	json_cstring(&j, "sysname", a->uts.sysname);
-	json_cstring(&j, "release", a->uts.release);
-	json_cstring(&j, "version", a->uts.version);
-	json_cstring(&j, "machine", a->uts.machine);
-	json_uint(&j, "page_size", (uint64_t)a->page_size);
-	json_cstring(&j, "library_version", pc_version());
-	json_end_object(&j);
-
-	json_begin_object(&j, "mincore");
-	json_cstring(&j, "mode", a->mincore >= 0 ? pc_mincore_mode_name(a->mincore) : "unknown");
-	json_cstring(&j, "meaning", mincore_meaning(a->mincore));
-	json_end_object(&j);
-	json_begin_object(&j, "cachestat");
-	json_cstring(&j, "mode",
-		     a->cachestat >= 0 ? pc_cachestat_mode_name(a->cachestat) : "unknown");
-	json_cstring(&j, "meaning", cachestat_meaning(a->cachestat));
-	json_end_object(&j);
-	json_begin_object(&j, "io_uring");
-	json_bool(&j, "available", a->io_uring > 0);
-	if (a->io_uring_disabled >= 0)
-		json_int(&j, "io_uring_disabled", a->io_uring_disabled);
-	else
-		json_null(&j, "io_uring_disabled");
-	json_end_object(&j);
-
+	json_kernel(&j, a);
+	json_detectors(&j, a);
 	json_begin_array(&j, "filesystems");
-	for (size_t i = 0; i < a->nfs; i++) {
-		const struct fs_info *fi = &a->fs[i];
-
-		json_begin_object(&j, NULL);
-		json_string(&j, "path", fi->path, strlen(fi->path));
-		if (!utf8_valid(fi->path, strlen(fi->path)))
-			json_base64(&j, "path_base64", fi->path, strlen(fi->path));
-		if (fi->err) {
-			json_cstring(&j, "error", strerror(-fi->err));
-			json_int(&j, "errno", -fi->err);
-			json_end_object(&j);
-			continue;
-		}
-		json_cstring(&j, "fstype", fi->fstype[0] ? fi->fstype : NULL);
-		json_cstring(&j, "mount_point", fi->mount_point);
-		json_begin_object(&j, "device");
-		json_uint(&j, "major", fi->major);
-		json_uint(&j, "minor", fi->minor);
-		json_end_object(&j);
-		json_cstring(&j, "nowait", fi->nowait >= 0 ? pc_nowait_mode_name(fi->nowait) : "unknown");
-		json_cstring(&j, "meaning", nowait_meaning(fi->nowait));
-		json_cstring(&j, "nowait_learned_in", fi->nowait_origin[0] ? fi->nowait_origin : NULL);
-		json_end_object(&j);
-	}
+	for (size_t i = 0; i < a->nfs; i++)
+		json_filesystem(&j, &a->fs[i]);
 	json_end_array(&j);
-
-	json_begin_object(&j, "caller");
-	json_uint(&j, "uid", me->uid);
-	json_uint(&j, "euid", me->euid);
-	json_uint(&j, "fsuid", me->fsuid);
-	json_begin_object(&j, "capabilities");
-	json_bool(&j, "fowner", me->fowner);
-	json_bool(&j, "dac_override", me->dac_override);
-	json_bool(&j, "sys_admin", me->sys_admin);
-	json_bool(&j, "ipc_lock", me->ipc_lock);
-	json_end_object(&j);
-	json_cstring(&j, "view", me->view);
-	json_cstring(&j, "sees", me->fowner ? "every file" : "files it owns or may write");
-	json_end_object(&j);
-
-	json_begin_array(&j, "side_channels");
-	for (size_t i = 0; i < nch; i++) {
-		const struct channel *c = &ch[i];
-
-		json_begin_object(&j, NULL);
-		json_cstring(&j, "channel", c->id);
-		if (c->fs)
-			json_string(&j, "path", c->fs->path, strlen(c->fs->path));
-		else
-			json_null(&j, "path");
-		json_cstring(&j, "status", status_name(c->status));
-		json_cstring(&j, "probe", c->probe);
-		json_cstring(&j, "why", c->why);
-		json_end_object(&j);
-		if (c->status == CH_OPEN)
-			nopen++;
-		else if (c->status == CH_CLOSED)
-			nclosed++;
-		else
-			nunknown++;
-	}
-	json_end_array(&j);
-	json_begin_object(&j, "verdict");
-	json_uint(&j, "open", nopen);
-	json_uint(&j, "closed", nclosed);
-	json_uint(&j, "unknown", nunknown);
-	json_end_object(&j);
+	json_caller(&j, &a->me);
+	json_channels(&j, ch, nch);
 	json_end_object(&j);
 	putchar('\n');
 }
