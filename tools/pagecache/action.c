@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* What evict, touch and lock share: their option parsing, the walk's note
  * and error callbacks, the frame of their JSON documents, the walk itself,
- * --max-size, the exit status. */
+ * a file's resident count, --max-size, the exit status. */
 #include <errno.h>
 #include <getopt.h>
 #include <linux/capability.h>
@@ -68,6 +68,21 @@ void action_error(void *ctx, const char *path, size_t len, int err, const char *
 	report_error(&a->rep, path, len, err, msg);
 	progress_clear(&a->progress);
 	cli_error(path, len, "%s", msg ? msg : strerror(-err));
+}
+
+int action_resident(int fd, uint64_t offset, uint64_t len, uint64_t *resident,
+		    uint64_t *npages)
+{
+	struct pc_residency *r;
+	int ret = pc_residency(fd, offset, len, PC_RES_COUNT_ONLY, &r);
+
+	if (ret < 0)
+		return ret;
+	*npages = pc_residency_npages(r);
+	ret = pc_residency_quality(r) == PC_QUALITY_EXACT;
+	*resident = ret ? pc_residency_resident(r) : 0;
+	pc_residency_free(r);
+	return ret;
 }
 
 bool action_too_big(struct action *a, uint64_t size)

@@ -237,6 +237,11 @@ void action_json_begin(struct action *a);
  * fills it and calls action_json_end). */
 void action_json_totals(struct action *a);
 void action_json_end(struct action *a);
+/* The resident pages of [offset, offset + len) of fd (len 0: to its end)
+ * as far as the kernel shows them: 1 with *resident, 0 when it hides them
+ * (unknown, *resident 0), or -errno; *npages, the pages of the range. */
+int action_resident(int fd, uint64_t offset, uint64_t len, uint64_t *resident,
+		    uint64_t *npages);
 /* 1 (and counted as filtered) when the file is over --max-size. */
 bool action_too_big(struct action *a, uint64_t size);
 struct selection;

@@ -49,22 +49,6 @@ static const struct option evict_options[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-/* The resident pages of fd as far as the kernel shows them: 1 and *count,
- * 0 when hidden (unknown), -errno. */
-static int measure(int fd, uint64_t *count, uint64_t *npages)
-{
-	struct pc_residency *r;
-	int ret = pc_residency(fd, 0, 0, PC_RES_COUNT_ONLY, &r);
-
-	if (ret < 0)
-		return ret;
-	*npages = pc_residency_npages(r);
-	ret = pc_residency_quality(r) == PC_QUALITY_EXACT;
-	*count = ret ? pc_residency_resident(r) : 0;
-	pc_residency_free(r);
-	return ret;
-}
-
 static void text_amount(uint64_t pages, bool known, char *buf, size_t size)
 {
 	if (!known) {
@@ -86,13 +70,13 @@ static int on_file(void *ctx, int fd, const struct stat *st, uint64_t mnt_id,
 		return ret;
 	if (action_too_big(&c->a, size))
 		return 0;
-	known_before = measure(fd, &before, &npages);
+	known_before = action_resident(fd, 0, 0, &before, &npages);
 	if (known_before < 0)
 		return known_before;
 	ret = pc_evict(fd, 0, 0);
 	if (ret < 0)
 		return ret;
-	known_after = measure(fd, &after, &npages);
+	known_after = action_resident(fd, 0, 0, &after, &npages);
 	if (known_after < 0)
 		return known_after;
 
