@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fuzz-snapshot: the native snapshot reader (lib/snapshot-read.c) on
+ * fuzz-snapshot: the native snapshot reader (lib/snapshot/snapshot-read.c) on
  * hostile input. The reader takes an fd, so the input goes into a memfd.
  * Random mutations almost never keep a record's CRC32C right, and the
  * reader decodes nothing behind a bad checksum; so each input is read

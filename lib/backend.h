@@ -2,9 +2,14 @@
 /*
  * The questions the residency strategy and the detector ask of a kernel.
  *
- * detect.c and residency.c are written once against these ops and run
- * unchanged on the real kernel (backend-kernel.c) and on the in-process
- * model (model/). No code above this interface makes a syscall.
+ * The strategy (strategy/detect.c, strategy/residency.c) is written once
+ * against these ops and runs unchanged on the real kernel (kernel/) and on
+ * the in-process model (model/); it makes no syscall and calls nothing but
+ * the ops and base/. A backend calls nothing above this interface. What
+ * the layer above detected once (the modes, a filesystem's NOWAIT mode) it
+ * lends through struct pc_facts: the strategy asks, and never calls up.
+ * doc/design.md ("Layers") has the whole picture; tests/check-layers.py
+ * keeps it true.
  */
 #ifndef PC_BACKEND_H
 #define PC_BACKEND_H
@@ -68,13 +73,8 @@ struct pc_backend_ops {
 	 * POSIX_FADV_RANDOM, so that probing does not disturb the caller's fd
 	 * (its readahead state). Closed with close(). 0 or -errno. */
 	int (*reopen_random)(struct pc_backend *b, struct pc_bfile *f, struct pc_bfile **out);
-	/* The predicate (gate.c on the kernel): 1 pass, 0 fail, -errno. */
+	/* The predicate (kernel/gate.c on the kernel): 1 pass, 0 fail, -errno. */
 	int (*gate_predict)(struct pc_backend *b, struct pc_bfile *f);
-	/* Detected process-wide modes (cached by the backend). 0 or -errno. */
-	int (*modes)(struct pc_backend *b, struct pc_modes *out);
-	/* enum pc_nowait_mode of f's filesystem (cached by the backend). Asked
-	 * only when a probe is needed: finding out writes a scratch file. */
-	int (*nowait_mode)(struct pc_backend *b, struct pc_bfile *f);
 	void (*close)(struct pc_backend *b, struct pc_bfile *f);
 
 	/* --- primitives for the detector ------------------------------------ */
@@ -107,8 +107,20 @@ struct pc_backend_ops {
 	void (*pause_ms)(struct pc_backend *b, unsigned int ms);
 };
 
+/* What the backend's owner knows of the kernel behind it, detected with the
+ * strategy's own procedures and cached by the owner (process.c for the
+ * running kernel, model/api.c for a model task). */
+struct pc_facts {
+	/* Detected modes (policy for unprivileged users). 0 or -errno. */
+	int (*modes)(struct pc_backend *b, struct pc_modes *out);
+	/* enum pc_nowait_mode of f's filesystem. Asked only when a probe is
+	 * needed: finding out writes a scratch file. */
+	int (*nowait_mode)(struct pc_backend *b, struct pc_bfile *f);
+};
+
 struct pc_backend {
 	const struct pc_backend_ops *ops;
+	const struct pc_facts *facts; /* the owner's; NULL: pc_residency_on() refuses */
 	void *ctx;                  /* the implementation's own state */
 };
 
@@ -138,36 +150,24 @@ int pc_file_verdict(struct pc_backend *b, struct pc_bfile *f, const struct pc_mo
 int pc_residency_on(struct pc_backend *b, struct pc_bfile *f, uint64_t offset,
 		    uint64_t length, unsigned int flags, struct pc_residency **out);
 
-/* ---- the real kernel ----------------------------------------------------- */
+/* ---- the real kernel (process.c) -------------------------------------- */
 
-/* The key NOWAIT results are remembered by: device and filesystem type. */
-int pc_fs_key(int fd, dev_t *dev, long *fstype);
-/* The NOWAIT mode remembered for a filesystem, or -ENOENT. */
-int pc_nowait_cached(dev_t dev, long fstype);
+/* The process-wide kernel backend, with the process's detection caches as
+ * its facts. */
+struct pc_backend *pc_kernel_backend(void);
+/* pc_residency_on() for the caller's fd on the kernel; with facts (the
+ * caller's statx, pc_file_facts), the backend's fstat answers from them. */
+int pc_kernel_residency(int fd, const struct pc_file_facts *facts, uint64_t offset,
+			uint64_t length, unsigned int flags, struct pc_residency **out);
 /* pc_detect_nowait(), with or without the cold-page fallback. */
 int pc_nowait_for_dir(int dirfd, int may_use_cold_page);
-/* 1 when buffered reads of filesystem type fstype (statfs f_type) go
- * through the kernel's shared page-cache read path. */
-int pc_fs_shared_read_path(long fstype);
+/* The NOWAIT mode remembered for a filesystem, or -ENOENT. */
+int pc_nowait_cached(dev_t dev, long fstype);
 /* For a filesystem of type fstype whose own directories teach nothing (none
  * the caller may write): the RWF_NOWAIT mode learned with a scratch file in
  * $TMPDIR, /var/tmp, /tmp or $HOME, on a filesystem of the shared read path
  * (both must be), or PC_NOWAIT_UNKNOWN; where (when not NULL) gets the
  * directory it was learned in. -errno when short of memory or descriptors. */
 int pc_nowait_borrowed(long fstype, char *where, size_t size);
-
-/* 1 if an io_uring RWF_NOWAIT read works in this process, 0 if not, or
- * -ENOMEM, -EMFILE, -ENFILE when the process was short of them to try. */
-int pc_kernel_io_uring_works(void);
-
-/* The process-wide kernel backend (stateless; detection results are cached
- * behind pthread_once in backend-kernel.c). */
-struct pc_backend *pc_kernel_backend(void);
-/* Wrap an fd the caller owns (not closed by close()). */
-int pc_kernel_bfile_wrap(int fd, struct pc_bfile **out);
-/* pc_residency_on() for the caller's fd on the kernel; with facts (the
- * caller's statx, pc_file_facts), the backend's fstat answers from them. */
-int pc_kernel_residency(int fd, const struct pc_file_facts *facts, uint64_t offset,
-			uint64_t length, unsigned int flags, struct pc_residency **out);
 
 #endif

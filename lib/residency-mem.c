@@ -14,7 +14,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "backend.h"
+#include "kernel/kernel.h"
 #include "bitmap.h"
 #include "pc-private.h"
 
@@ -167,7 +167,7 @@ PC_EXPORT int pc_residency_mem(const void *addr, size_t length, unsigned int fla
 
 	if (!out || (flags & ~PC_RES_COUNT_ONLY) || start % ps || length > UINTPTR_MAX - start)
 		return -EINVAL;
-	ret = pc_kernel_backend()->ops->modes(pc_kernel_backend(), &m);
+	ret = pc_kernel_backend()->facts->modes(pc_kernel_backend(), &m);
 	if (ret < 0)
 		return ret;
 	r = calloc(1, sizeof(*r));

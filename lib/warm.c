@@ -29,7 +29,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "backend.h"
+#include "kernel/kernel.h"
 #include "opts.h"
 #include "pc-private.h"
 #include "uring-ring.h"

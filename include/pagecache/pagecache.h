@@ -477,7 +477,7 @@ struct pc_snapshot_info {
 	uint32_t page_size;       /* page size of the runs; 0: pc_page_size() */
 	int mincore_mode;         /* pc_detect_mincore() at capture (0: unknown) */
 	int cachestat_mode;       /* pc_detect_cachestat() at capture */
-	int nowait_mode;          /* pc_detect_nowait_flags(rootfd, 0): never caches a page */
+	int nowait_mode;          /* pc_detect_nowait_flags(rootfd, 0): no cold page read */
 };
 
 /**

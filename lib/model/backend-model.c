@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The model as a backend (backend.h): the detector and pc_residency()'s
- * strategy run unchanged against a model task. Also the pcm_detect_*() and
- * pcm_residency() entry points.
+ * strategy run unchanged against a model task. The entry points that run
+ * them, and the facts they lend, are model/api.c's.
  */
 #include <stdlib.h>
 
@@ -104,47 +104,6 @@ static int m_gate_predict(struct pc_backend *b, struct pc_bfile *f)
 	return pcm_can_do_mincore(self(b), f->fd->file);
 }
 
-static int m_modes(struct pc_backend *b, struct pc_modes *out)
-{
-	struct pcm_backend_state *s = b->ctx;
-
-	if (!s->have_modes) {
-		int mincore = pc_detect_mincore_on(b);
-		int cachestat;
-
-		if (mincore < 0)
-			return mincore;
-		cachestat = pc_detect_cachestat_on(b);
-		if (cachestat < 0)
-			return cachestat;
-		s->modes.mincore = mincore;
-		s->modes.cachestat = cachestat;
-		s->have_modes = 1;
-	}
-	*out = s->modes;
-	return 0;
-}
-
-static int fs_of(const struct pcm_file *f)
-{
-	return f->attrs & PCM_F_SHMEM ? PCM_FS_TMPFS : PCM_FS_DISK;
-}
-
-static int m_nowait_mode(struct pc_backend *b, struct pc_bfile *f)
-{
-	struct pcm_backend_state *s = b->ctx;
-	int fs = fs_of(f->fd->file);
-
-	if (s->nowait[fs] < 0) {
-		int mode = pc_detect_nowait_on(b, fs);
-
-		if (mode < 0)
-			return mode;
-		s->nowait[fs] = mode;
-	}
-	return s->nowait[fs];
-}
-
 static void m_close(struct pc_backend *b, struct pc_bfile *f)
 {
 	(void)b;
@@ -222,7 +181,7 @@ static int m_find_cold_page(struct pc_backend *b, int dirfd, struct pc_bfile **o
 	for (struct pcm_file *f = t->k->files; f; f = f->next) {
 		struct pcm_fd *fd;
 
-		if (f->unlinked || fs_of(f) != dirfd ||
+		if (f->unlinked || pcm_fs_of(f) != dirfd ||
 		    (f->attrs & (PCM_F_NO_INODE | PCM_F_HUGETLB)) ||
 		    pcm_may_read(t, f) < 0)
 			continue;
@@ -248,9 +207,11 @@ static int m_as_nobody(struct pc_backend *b, int (*fn)(struct pc_backend *b, voi
 
 	if (t->fsuid != 0)
 		return -EPERM;
-	ret = pcm_task_new(t->k, 65534, 65534, 0, &nobody);
+	ret = pcm_task_create(t->k, 65534, 65534, 0, &nobody);
 	if (ret < 0)
 		return ret;
+	/* the same facts' owner: nobody's own modes are detected as asked */
+	pcm_backend_init(&nobody->backend, nobody, b->facts);
 	ret = fn(&nobody->backend.b, arg);
 	pcm_task_destroy(nobody);
 	return ret;
@@ -270,8 +231,6 @@ static const struct pc_backend_ops model_ops = {
 	.probe = m_probe,
 	.reopen_random = m_reopen_random,
 	.gate_predict = m_gate_predict,
-	.modes = m_modes,
-	.nowait_mode = m_nowait_mode,
 	.close = m_close,
 	.scratch_new = m_scratch_new,
 	.write_page = m_write_page,
@@ -283,9 +242,11 @@ static const struct pc_backend_ops model_ops = {
 	.pause_ms = m_pause_ms,
 };
 
-void pcm_backend_init(struct pcm_backend_state *s, struct pcm_task *t)
+void pcm_backend_init(struct pcm_backend_state *s, struct pcm_task *t,
+		      const struct pc_facts *facts)
 {
 	s->b.ops = &model_ops;
+	s->b.facts = facts;
 	s->b.ctx = s;
 	s->task = t;
 	s->have_modes = 0;
@@ -303,48 +264,7 @@ int pcm_bfile_wrap(struct pcm_fd *fd, struct pc_bfile **out)
 	return bfile_new(fd, 0, out);
 }
 
-/* ---- the library's strategy, run on the model ------------------------------ */
-
-PC_EXPORT int pcm_detect_mincore(struct pcm_task *t)
+struct pcm_fd *pcm_bfile_fd(struct pc_bfile *f)
 {
-	if (!t)
-		return -EINVAL;
-	return pc_detect_mincore_on(pcm_task_backend(t));
-}
-
-PC_EXPORT int pcm_detect_cachestat(struct pcm_task *t)
-{
-	if (!t)
-		return -EINVAL;
-	return pc_detect_cachestat_on(pcm_task_backend(t));
-}
-
-PC_EXPORT int pcm_detect_nowait_fs(struct pcm_task *t, int fs)
-{
-	if (!t || (fs != PCM_FS_DISK && fs != PCM_FS_TMPFS))
-		return -EINVAL;
-	return pc_detect_nowait_on(pcm_task_backend(t), fs);
-}
-
-PC_EXPORT int pcm_detect_nowait(struct pcm_task *t)
-{
-	return pcm_detect_nowait_fs(t, PCM_FS_DISK);
-}
-
-PC_EXPORT int pcm_residency(struct pcm_fd *fd, uint64_t offset, uint64_t length,
-			    unsigned int flags, struct pc_residency **out)
-{
-	struct pc_backend *b;
-	struct pc_bfile *f;
-	int ret;
-
-	if (!fd || !out)
-		return -EINVAL;
-	b = pcm_task_backend(fd->task);
-	ret = pcm_bfile_wrap(fd, &f);
-	if (ret < 0)
-		return ret;
-	ret = pc_residency_on(b, f, offset, length, flags, out);
-	b->ops->close(b, f);
-	return ret;
+	return f->fd;
 }

@@ -358,8 +358,8 @@ void pcm_file_read_wait(struct pcm_file *f, uint64_t page)
 
 /* ---- tasks and fds ------------------------------------------------------------- */
 
-PC_EXPORT int pcm_task_new(struct pcm_kernel *k, uint32_t fsuid, uint32_t fsgid,
-			   unsigned int caps, struct pcm_task **out)
+int pcm_task_create(struct pcm_kernel *k, uint32_t fsuid, uint32_t fsgid, unsigned int caps,
+		    struct pcm_task **out)
 {
 	struct pcm_task *t;
 
@@ -373,7 +373,6 @@ PC_EXPORT int pcm_task_new(struct pcm_kernel *k, uint32_t fsuid, uint32_t fsgid,
 	t->fsgid = fsgid;
 	t->caps = caps;
 	t->next_addr = PCM_MAP_ALIGN;
-	pcm_backend_init(&t->backend, t);
 	t->next = k->tasks;
 	k->tasks = t;
 	*out = t;
@@ -437,6 +436,14 @@ PC_EXPORT int pcm_open(struct pcm_task *t, struct pcm_file *f, int flags, struct
 	t->fds = fd;
 	*out = fd;
 	return 0;
+}
+
+void pcm_vma_free(struct pcm_vma *v)
+{
+	if (v->fd)
+		pcm_fd_put(v->fd);
+	free(v->pte);
+	free(v);
 }
 
 void pcm_fd_put(struct pcm_fd *fd)

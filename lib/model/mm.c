@@ -27,61 +27,6 @@ struct pcm_vma *pcm_vma_find(const struct pcm_task *t, uint64_t addr)
 	return NULL;
 }
 
-void pcm_vma_free(struct pcm_vma *v)
-{
-	if (v->fd)
-		pcm_fd_put(v->fd);
-	free(v->pte);
-	free(v);
-}
-
-/* An entry that maps the file's own page (not an anonymous copy). */
-static int maps_file_page(uint8_t pte)
-{
-	int kind = PTE_KIND(pte);
-
-	return !(pte & PCM_PTE_ANON) &&
-	       (kind == PCM_PTE_PRESENT || kind == PCM_PMD_THP || kind == PCM_PTE_MIGRATION);
-}
-
-/* Calls fn on every page-table entry, in any task, for file page page. */
-static int for_each_file_pte(struct pcm_file *f, uint64_t page,
-			     int (*fn)(uint8_t *pte))
-{
-	for (struct pcm_task *t = f->k->tasks; t; t = t->next) {
-		for (struct pcm_vma *v = t->vmas; v; v = v->next) {
-			if (!v->fd || v->fd->file != f || page < v->pgoff ||
-			    page - v->pgoff >= v->npages)
-				continue;
-			if (fn(&v->pte[page - v->pgoff]))
-				return 1;
-		}
-	}
-	return 0;
-}
-
-static int pte_maps(uint8_t *pte)
-{
-	return maps_file_page(*pte);
-}
-
-static int pte_zap(uint8_t *pte)
-{
-	if (maps_file_page(*pte))
-		*pte = PCM_PTE_NONE;
-	return 0;
-}
-
-int pcm_file_page_mapped(const struct pcm_file *f, uint64_t page)
-{
-	return for_each_file_pte((struct pcm_file *)f, page, pte_maps);
-}
-
-void pcm_file_page_unmap(struct pcm_file *f, uint64_t page)
-{
-	for_each_file_pte(f, page, pte_zap);
-}
-
 /* ---- mmap and munmap ------------------------------------------------------- */
 
 static uint64_t align_up(uint64_t v, uint64_t a)

@@ -107,6 +107,12 @@ static inline uint64_t pcm_min(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
+/* The filesystem a file is on, as the backend names them (its dirfds). */
+static inline int pcm_fs_of(const struct pcm_file *f)
+{
+	return f->attrs & PCM_F_SHMEM ? PCM_FS_TMPFS : PCM_FS_DISK;
+}
+
 /* kernel.c */
 void pcm_file_get(struct pcm_file *f);
 void pcm_file_put(struct pcm_file *f);
@@ -119,6 +125,11 @@ int pcm_file_create(struct pcm_kernel *k, uint32_t uid, uint32_t gid, uint32_t m
 		    uint64_t npages, int shmem, struct pcm_file **out);
 void pcm_file_unlink(struct pcm_file *f);
 void pcm_fd_put(struct pcm_fd *fd);
+/* A VMA's page table and its file reference (pcm_task_destroy(), mm.c). */
+void pcm_vma_free(struct pcm_vma *v);
+/* A task without its backend: pcm_task_new() (api.c) gives it one. */
+int pcm_task_create(struct pcm_kernel *k, uint32_t fsuid, uint32_t fsgid, unsigned int caps,
+		    struct pcm_task **out);
 void pcm_task_destroy(struct pcm_task *t);
 
 /* perm.c */
@@ -130,11 +141,12 @@ int pcm_owner_or_writer(const struct pcm_task *t, const struct pcm_file *f);
 
 /* mm.c */
 struct pcm_vma *pcm_vma_find(const struct pcm_task *t, uint64_t addr);
+
+/* rmap.c */
 /* Whether any task maps file page page through a page-table entry. */
 int pcm_file_page_mapped(const struct pcm_file *f, uint64_t page);
 /* Zap every page-table entry that maps file page page (reclaim, invalidate). */
 void pcm_file_page_unmap(struct pcm_file *f, uint64_t page);
-void pcm_vma_free(struct pcm_vma *v);
 
 /* io.c */
 /* The initial readahead window for a request of req pages. */
@@ -143,8 +155,11 @@ int pcm_cachestat_flags(struct pcm_fd *fd, uint64_t off, uint64_t len, unsigned 
 			struct pc_cachestat *out);
 
 /* backend-model.c */
-void pcm_backend_init(struct pcm_backend_state *s, struct pcm_task *t);
+void pcm_backend_init(struct pcm_backend_state *s, struct pcm_task *t,
+		      const struct pc_facts *facts);
 struct pc_backend *pcm_task_backend(struct pcm_task *t);
+/* The model fd behind a backend file. */
+struct pcm_fd *pcm_bfile_fd(struct pc_bfile *f);
 /* A backend file for fd that close() does not close. */
 int pcm_bfile_wrap(struct pcm_fd *fd, struct pc_bfile **out);
 

@@ -68,6 +68,10 @@ struct win_key {
 int rs_job_init(struct job *j, const struct pc_restore_file *f, const char *rel, uint64_t index);
 bool rs_job_open(struct restore *c, struct job *j, struct pc_run *runs);
 void rs_job_do(struct jobctx *x, struct job *j, struct pc_run *runs);
+/* j's runs mapped at its slot of the batch's map (jobs_do_chunk()), or
+ * pc_warm() on them. */
+bool rs_job_map(struct jobctx *x, struct job *j, const struct pc_run *runs);
+void rs_job_warm(struct jobctx *x, struct job *j, struct pc_run *runs);
 int rs_job_account(struct restore *c, struct job *j, struct pc_run *runs);
 
 struct job *rs_win_add(struct win *w, const struct pc_restore_file *f, const char *rel);

@@ -16,30 +16,6 @@
 /* ---- the end: how much of what was wanted is resident ---- */
 
 
-int rs_file_state(struct restore *c, size_t i)
-{
-	return i < c->nstate ? c->state[i] : FILE_PENDING;
-}
-
-int rs_set_state(struct restore *c, size_t i, int state)
-{
-	if (i >= c->nstate) {
-		size_t cap = c->nstate ? c->nstate * 2 : 1024;
-		uint8_t *st;
-
-		while (cap <= i)
-			cap *= 2;
-		st = realloc(c->state, cap);
-		if (!st)
-			return -ENOMEM;
-		memset(st + c->nstate, FILE_PENDING, cap - c->nstate);
-		c->state = st;
-		c->nstate = cap;
-	}
-	c->state[i] = (uint8_t)state;
-	return 0;
-}
-
 /* Resident pages of the runs of one file, from r. */
 static uint64_t resident_in(const struct pc_residency *r, struct pc_run run)
 {
@@ -140,79 +116,6 @@ static void memo_set(struct restore *c, size_t file, uint64_t page)
 	memmove(c->memo + k + 1, c->memo + k, (c->nmemo - k) * sizeof(*c->memo));
 	c->memo[k] = (struct memo){ file, page };
 	c->nmemo++;
-}
-
-/*
- * A quick look at a small run of an open file: 1 when every page of it is
- * in the page cache and up to date, 0 when not (yet), -1 when it cannot
- * tell (measure the file with pc_residency()).
- * - Where mincore tells this caller the truth (truthful: the kernel's gate
- *   passes, pc_can_do_mincore()), mincore through a fresh PROT_NONE
- *   mapping: it counts only pages up to date, and copies nothing.
- * - Else cachestat first (pages present, including pages still being read
- *   in); a run all present is then read with RWF_NOWAIT into a scratch
- *   buffer, which succeeds in full only when every page is up to date (a
- *   page still being read in makes it stop short or fail with EAGAIN).
- *   Nothing is read from the disk: every page was present a moment before
- *   (one evicted in between would be read back in by a kernel whose
- *   RWF_NOWAIT misses start readahead, 6.12+: a page the restore wants
- *   anyway). Copying pages fresh from the disk is what a restore of many
- *   small files spends most of its time on here, hence mincore first.
- */
-int rs_quick_look(struct restore *c, int fd, struct pc_run run, bool truthful)
-{
-	uint64_t len = run.npages * c->ps;
-	struct pc_cachestat cs;
-	struct iovec iov;
-	ssize_t got;
-	int ret;
-
-	if (len > QUICK_RUN_BYTES)
-		return -1;
-	if (truthful) {
-		unsigned char vec[QUICK_RUN_BYTES / 4096];
-		void *map = mmap(NULL, (size_t)len, PROT_NONE, MAP_SHARED, fd,
-				 (off_t)(run.page * c->ps));
-
-		if (map != MAP_FAILED) {
-			ret = mincore(map, (size_t)len, vec);
-			munmap(map, (size_t)len);
-			if (ret == 0) {
-				for (uint64_t k = 0; k < run.npages; k++)
-					if (!(vec[k] & 1))
-						return 0;
-				return 1;
-			}
-		}
-		/* no mapping (RLIMIT_AS, a filesystem without mmap): read */
-	}
-	if (!c->cachestat_ok || !c->nowait_ok)
-		return -1;
-	if (!c->scratch) {
-		c->scratch = malloc(QUICK_RUN_BYTES);
-		if (!c->scratch)
-			return -1;
-	}
-	iov = (struct iovec){ c->scratch, (size_t)len };
-	ret = pc_cachestat(fd, run.page * c->ps, len, &cs);
-	if (ret == -ENOSYS)
-		c->cachestat_ok = false;
-	if (ret < 0)
-		return -1;
-	if (cs.cache < run.npages)
-		return 0;
-	got = preadv2(fd, &iov, 1, (off_t)(run.page * c->ps), RWF_NOWAIT);
-	if (got < 0 && (errno == EOPNOTSUPP || errno == EINVAL || errno == ENOSYS)) {
-		c->nowait_ok = false;
-		return -1;
-	}
-	if (got < 0)
-		return errno == EAGAIN ? 0 : -1;
-	/* short mid-page: the end of the file, in the run's last page (a
-	 * page not up to date stops a read at a page boundary) */
-	if ((uint64_t)got == len || ((uint64_t)got > len - c->ps && (uint64_t)got % c->ps))
-		return 1;
-	return -1; /* short: the end of the file moved, or a page not up to date */
 }
 
 /* Whether cachestat counts fd's pages: not where it is missing, nor on

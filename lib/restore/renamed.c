@@ -13,40 +13,6 @@
 #include "findino.h"
 #include "restore-private.h"
 
-/* Remember a file missing from its path, for rs_find_renamed(): where its
- * device and inode were recorded, and the snapshot can be read again.
- * true when it is (its note waits for the search). */
-bool rs_lost_add(struct restore *c, const struct pc_restore_file *f, const char *rel,
-		     uint64_t index)
-{
-	size_t len = strlen(rel) + 1;
-	struct lost *l;
-
-	if (!f || !f->identity || (!f->dev && !f->ino) || !c->can_reread ||
-	    c->no_find_renamed || c->nlost >= LOST_MAX || c->lost_bytes + len > LOST_PATH_BYTES)
-		return false;
-	if (c->nlost == c->caplost) {
-		size_t cap = c->caplost ? c->caplost * 2 : 64;
-
-		l = realloc(c->lost, cap * sizeof(*l));
-		if (!l)
-			return false;
-		c->lost = l;
-		c->caplost = cap;
-	}
-	l = &c->lost[c->nlost];
-	l->rel = strdup(rel);
-	if (!l->rel)
-		return false;
-	l->found = NULL;
-	c->lost_bytes += len;
-	l->dev = f->dev;
-	l->ino = f->ino;
-	l->index = index;
-	c->nlost++;
-	return true;
-}
-
 static int lost_index_cmp(const void *pa, const void *pb)
 {
 	const struct lost *a = pa, *b = pb;
@@ -162,14 +128,5 @@ notes:
 		rs_event(c, PC_RESTORE_EV_MISSING, c->lost[i].rel, 0, c->lost[i].index);
 	}
 	return ret;
-}
-
-void rs_lost_free(struct restore *c)
-{
-	for (size_t i = 0; i < c->nlost; i++) {
-		free(c->lost[i].rel);
-		free(c->lost[i].found);
-	}
-	free(c->lost);
 }
 

@@ -1,18 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * pc_restore()'s inside, shared by the files of lib/restore/: one restore's
- * state (struct restore), and what each file does with it.
+ * state (struct restore), and what each file does with it;
+ * the files, each calling only those listed below it (tests/layers):
  *   restore.c   the entry point, options, stats, the source, names
- *   account.c   pc_warm() and what it did: counts, budget, rate, the
- *               eviction watch, events, the fds kept, opening a file
- *   log.c       the log of wanted runs (a memfd) for the final measure
- *   jobs.c      small files in batches on worker threads (--order=file)
- *   window.c    small files in disk order (--order=disk)
- *   early.c     the early look at small files just warmed
- *   physical.c  every run in disk order (--order=physical)
- *   measure.c   the end: waiting for the reads, measuring, reading again
  *   renamed.c   files missing from their path, found by device and inode
- *   order.c     --order=auto's choice (rotating disks, virtio-blk)
+ *   jobs.c      small files in batches on worker threads (ORDER_FILE)
+ *   window.c    small files in disk order (ORDER_DISK)
+ *   job.c       one file's job: opened, warmed, counted
+ *   physical.c  every run in disk order (ORDER_PHYSICAL)
+ *   measure.c   the end: waiting for the reads, measuring, reading again
+ *   early.c     the early look at small files just warmed
+ *   account.c   pc_warm() and what it did: counts, budget, rate, the
+ *               eviction watch, opening a file, its identity
+ *   look.c      is a small run all in the page cache; is mincore truthful
+ *   order.c     ORDER_AUTO's choice (rotating disks, virtio-blk)
+ *   log.c       the log of wanted runs (a memfd) for the final measure
+ *   ctx.c       the clock, the stop, the source, events, kept fds, file
+ *               states, the files missing from their path
+ *   findino.c (ctx.c's rs_on_overlayfs()), beneath.c, diskaddr.c,
+ *   membudget.c, outfile.c, source.c  on their own
  */
 #ifndef PC_RESTORE_PRIVATE_H
 #define PC_RESTORE_PRIVATE_H
@@ -195,7 +202,7 @@ int rs_on_overlayfs(int fd);
 /* Whether the calling thread has CAP_FOWNER in its effective set. */
 bool rs_cap_fowner(void);
 
-/* account.c */
+/* account.c (the kept fds: ctx.c) */
 void rs_watch_free(struct restore *c);
 void rs_on_progress(uint64_t bytes_done, void *arg);
 void rs_kept_init(struct restore *c);
@@ -230,7 +237,7 @@ int rs_log_next(struct restore *c, uint64_t *prev, struct pc_run *run);
  * 1, 0 at the end, -EIO. */
 int rs_log_file(struct restore *c, char *path);
 
-/* early.c */
+/* early.c (mincore's truthfulness: look.c) */
 bool rs_mincore_truthful_everywhere(void);
 uid_t rs_overflow_uid(void);
 bool rs_mincore_truthful(const struct restore *c, int fd, uid_t owner);
@@ -241,19 +248,19 @@ void rs_maps_free(struct restore *c);
 void rs_early_finish(struct restore *c);
 void rs_early_confirm(struct restore *c);
 
-/* jobs.c */
+/* jobs.c (job.c, window.c: jobs.h) */
 int rs_restore_in_order(struct restore *c);
 
 /* physical.c */
 int rs_restore_physical(struct restore *c);
 
-/* measure.c */
+/* measure.c (file states: ctx.c; rs_quick_look(): look.c) */
 int rs_file_state(struct restore *c, size_t i);
 int rs_set_state(struct restore *c, size_t i, int state);
 int rs_quick_look(struct restore *c, int fd, struct pc_run run, bool truthful);
 void rs_settle(struct restore *c);
 
-/* renamed.c */
+/* renamed.c (rs_lost_add(), rs_lost_free(): ctx.c) */
 int rs_find_renamed(struct restore *c);
 void rs_lost_free(struct restore *c);
 bool rs_lost_add(struct restore *c, const struct pc_restore_file *f, const char *rel, uint64_t index);

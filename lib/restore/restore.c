@@ -31,70 +31,6 @@
 #include "../opts.h"
 #include "restore-private.h"
 
-double rs_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-bool rs_user_cancel(const struct restore *c)
-{
-	return c->o.cancel && *c->o.cancel;
-}
-
-bool rs_cancelled(const struct restore *c)
-{
-	return __atomic_load_n(&c->cancel, __ATOMIC_RELAXED) || rs_user_cancel(c);
-}
-
-void rs_note_cancel(struct restore *c)
-{
-	if (rs_user_cancel(c) && !c->stop)
-		c->stop = PC_RESTORE_STOP_CANCELLED;
-}
-
-int rs_next_file(struct restore *c, const struct pc_restore_file **f)
-{
-	return c->src.next_file(c->src.arg, f);
-}
-
-int rs_next_run(struct restore *c, struct pc_run *run)
-{
-	return c->src.next_run(c->src.arg, run);
-}
-
-void rs_event(struct restore *c, int reason, const char *path, int error, uint64_t index)
-{
-	struct pc_restore_event ev = {
-		.size = sizeof(ev), .reason = reason, .path = path, .error = error, .index = index,
-	};
-
-	if (c->o.event)
-		c->o.event(&ev, c->o.arg);
-}
-
-int rs_on_overlayfs(int fd)
-{
-	struct statfs sfs;
-
-	if (fstatfs(fd, &sfs) < 0)
-		return -1;
-	return (unsigned long)sfs.f_type == OVERLAYFS_SUPER_MAGIC;
-}
-
-bool rs_cap_fowner(void)
-{
-	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
-
-	memset(data, 0, sizeof(data));
-	if (syscall(SYS_capget, &hdr, data) < 0)
-		return false;
-	return (data[CAP_FOWNER / 32].effective >> (CAP_FOWNER % 32)) & 1;
-}
-
 /* ---- names ---- */
 
 PC_EXPORT const char *pc_restore_event_name(int reason)
@@ -142,21 +78,6 @@ PC_EXPORT const char *pc_restore_order_name(int order)
 	static const char *const names[] = { "auto", "file", "disk", "physical" };
 
 	return order < 0 || (size_t)order >= PC_ARRAY_SIZE(names) ? "unknown" : names[order];
-}
-
-PC_EXPORT int pc_restore_refusal(int err)
-{
-	switch (err) {
-	case -EXDEV: return PC_RESTORE_EV_OUTSIDE;
-	case -ELOOP: return PC_RESTORE_EV_SYMLINK;
-	case -ENAMETOOLONG: return PC_RESTORE_EV_NAME_TOO_LONG;
-	case -EINVAL: return PC_RESTORE_EV_UNSAFE_PATH;
-	case -EBADFD:
-	case -EISDIR:
-	case -ENOTDIR: return PC_RESTORE_EV_NOT_REGULAR;
-	case -ENOENT: return PC_RESTORE_EV_MISSING;
-	default: return PC_RESTORE_EV_OPEN_ERROR;
-	}
 }
 
 /* ---- the source ---- */

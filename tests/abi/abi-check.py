@@ -180,9 +180,13 @@ def cmd_installed(args):
     includedir = os.path.join(args.prefix, args.includedir)
     pcdir = staged(os.path.join(libdir, "pkgconfig"))
     for path in (os.path.join(pcdir, "pagecache.pc"),
+                 os.path.join(pcdir, "pagecache-model.pc"),
                  staged(os.path.join(includedir, "pagecache", "pagecache.h")),
+                 staged(os.path.join(includedir, "pagecache", "model.h")),
                  staged(os.path.join(libdir, "libpagecache.so")),
-                 staged(os.path.join(libdir, "libpagecache.so.0"))):
+                 staged(os.path.join(libdir, "libpagecache.so.0")),
+                 staged(os.path.join(libdir, "libpagecache-model.so")),
+                 staged(os.path.join(libdir, "libpagecache-model.so.0"))):
         if not os.path.exists(path):
             fail(f"not installed: {path}")
     if FAILURES:
@@ -209,9 +213,17 @@ def cmd_installed(args):
     if f"-L{staged(libdir)}" not in flags:
         fail(f"pkg-config --libs does not point at {staged(libdir)}: {flags}")
 
-    soname = run(["readelf", "-d", staged(os.path.join(libdir, "libpagecache.so"))]).stdout
-    if "Library soname: [libpagecache.so.0]" not in soname:
-        fail("the installed library's soname is not libpagecache.so.0")
+    for lib in ("libpagecache", "libpagecache-model"):
+        soname = run(["readelf", "-d", staged(os.path.join(libdir, lib + ".so"))]).stdout
+        if f"Library soname: [{lib}.so.0]" not in soname:
+            fail(f"the installed {lib}'s soname is not {lib}.so.0")
+    model_version = run([args.pkg_config, "--modversion", "pagecache-model"], env=env).stdout.strip()
+    if model_version != args.version:
+        fail(f"pagecache-model.pc: version {model_version}, expected {args.version}")
+    model_flags = run([args.pkg_config, "--cflags", "--libs", "pagecache-model"],
+                      env=env).stdout.split()
+    if "-lpagecache-model" not in model_flags or "-lpagecache" not in model_flags:
+        fail(f"pkg-config --libs pagecache-model lacks the model or the library: {model_flags}")
 
     cflags = ["-Wall", "-Wextra", "-Werror"]
     if args.sanitize and args.sanitize != "none":
@@ -222,7 +234,8 @@ def cmd_installed(args):
     for src in args.examples:
         name = os.path.splitext(os.path.basename(src))[0]
         exe = os.path.join(bindir, name)
-        run(args.cc + cflags + [src, "-o", exe] + flags)
+        # the model's example links the model; the others, the library alone
+        run(args.cc + cflags + [src, "-o", exe] + (model_flags if name == "sidechannel" else flags))
         exes[name] = exe
     run_env = dict(os.environ, LD_LIBRARY_PATH=staged(libdir))
     for name, exe in exes.items():
@@ -230,6 +243,9 @@ def cmd_installed(args):
         m = re.search(r"libpagecache\.so\.0 => (\S+)", ldd)
         if not m or not m.group(1).startswith(staged(libdir) + "/"):
             fail(f"{name} does not load the installed library: {ldd}")
+        loads_model = "libpagecache-model.so.0" in ldd
+        if loads_model != (name == "sidechannel"):
+            fail(f"{name} {'loads' if loads_model else 'does not load'} the model library: {ldd}")
 
     if "cachestat" not in exes:
         fail("examples/cachestat.c was not given")

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Every exported function is documented, in the header and in a man page.
 
-    check-docs.py --map lib/libpagecache.sym [--lib libpagecache.so]
+    check-docs.py --map lib/libpagecache.sym [--map ...] [--lib libpagecache.so ...]
                   --header H.h... --page PAGE... [--alias NAME=PAGE...]
                   [--lint-page PAGE...]
 
@@ -239,21 +239,24 @@ def check_pages(symbols, pages, aliases, lint_pages):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--map", required=True)
-    ap.add_argument("--lib")
+    ap.add_argument("--map", action="append", required=True)
+    ap.add_argument("--lib", action="append", default=[])
     ap.add_argument("--header", action="append", default=[])
     ap.add_argument("--page", action="append", default=[])
     ap.add_argument("--alias", action="append", default=[])
     ap.add_argument("--lint-page", action="append", default=[])
     args = ap.parse_args()
 
-    symbols = version_script_symbols(args.map)
-    if not symbols:
-        problem(f"{args.map}: no global symbols")
-    if args.lib:
-        extra = library_symbols(args.lib) - symbols
+    symbols = set()
+    for path in args.map:
+        listed = version_script_symbols(path)
+        if not listed:
+            problem(f"{path}: no global symbols")
+        symbols |= listed
+    for lib in args.lib:
+        extra = library_symbols(lib) - symbols
         for name in sorted(extra):
-            print(f"note: {name} is exported but not in {args.map}")
+            print(f"note: {name} is exported by {lib} but in no version script")
         symbols |= extra
     print(f"{len(symbols)} exported functions, {len(args.header)} headers, "
           f"{len(args.page)} pages, {len(args.alias)} aliases")

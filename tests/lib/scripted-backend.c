@@ -624,8 +624,6 @@ static const struct pc_backend_ops scripted_ops = {
 	.probe = op_probe,
 	.reopen_random = op_reopen_random,
 	.gate_predict = op_gate_predict,
-	.modes = op_modes,
-	.nowait_mode = op_nowait_mode,
 	.close = op_close,
 	.scratch_new = op_scratch_new,
 	.write_page = op_write_page,
@@ -635,6 +633,12 @@ static const struct pc_backend_ops scripted_ops = {
 	.find_cold_page = op_find_cold_page,
 	.as_nobody = op_as_nobody,
 	.pause_ms = op_pause_ms,
+};
+
+/* the scripted kernel's facts are scripted too: its owner is the test */
+static const struct pc_facts scripted_facts = {
+	.modes = op_modes,
+	.nowait_mode = op_nowait_mode,
 };
 
 /* ---- configuration and inspection ----------------------------------------- */
@@ -671,6 +675,7 @@ int pc_scripted_new(const struct pc_scripted_kernel *k, struct pc_scripted **out
 		return -ENOMEM;
 	s->k = *k;
 	s->backend.ops = &scripted_ops;
+	s->backend.facts = &scripted_facts;
 	s->backend.ctx = s;
 	*out = s;
 	return 0;

@@ -1,13 +1,52 @@
 /* SPDX-License-Identifier: MIT */
-/* What evict, touch and lock share: the walk's note and error callbacks,
- * the frame of their JSON documents, the walk itself, --max-size, the exit
- * status. */
+/* What evict, touch and lock share: their option parsing, the walk's note
+ * and error callbacks, the frame of their JSON documents, the walk itself,
+ * a file's resident count, --max-size, the exit status. */
+#include <errno.h>
+#include <getopt.h>
 #include <linux/capability.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cli.h"
+
+bool action_options(struct action *a, struct selection *sel, const struct action_cli *cli,
+		    void *ctx, int argc, char **argv, int *status)
+{
+	int opt, ret;
+
+	optind = 1;
+	opterr = 0; /* our own messages, with the subcommand's name */
+	while ((opt = getopt_long(argc, argv, ":hqv" SELECTION_SHORT_OPTIONS, cli->options,
+				  NULL)) != -1) {
+		if (opt == 'h') {
+			printf("%s%s%s", cli->usage_head, selection_help, cli->usage_tail);
+			*status = PC_EXIT_OK;
+			return false;
+		}
+		if (opt == 'q' || opt == 'v') {
+			*(opt == 'q' ? &a->quiet : &a->verbose) = true;
+			continue;
+		}
+		ret = selection_option(sel, a->cmd, opt, optarg);
+		if (ret == 0 && cli->option)
+			ret = cli->option(ctx, opt, optarg);
+		if (ret == 0)
+			ret = usage_getopt_error(a->cmd, opt, argv);
+		if (ret == -ENOMEM) {
+			cli_error(NULL, 0, "out of memory");
+			*status = PC_EXIT_FAILED;
+			return false;
+		}
+		if (ret > 1) {
+			*status = ret;
+			return false;
+		}
+	}
+	*status = selection_check(sel, a->cmd, argc - optind);
+	return *status == 0;
+}
 
 void action_note(void *ctx, const char *path, size_t len, const char *why)
 {
@@ -29,6 +68,21 @@ void action_error(void *ctx, const char *path, size_t len, int err, const char *
 	report_error(&a->rep, path, len, err, msg);
 	progress_clear(&a->progress);
 	cli_error(path, len, "%s", msg ? msg : strerror(-err));
+}
+
+int action_resident(int fd, uint64_t offset, uint64_t len, uint64_t *resident,
+		    uint64_t *npages)
+{
+	struct pc_residency *r;
+	int ret = pc_residency(fd, offset, len, PC_RES_COUNT_ONLY, &r);
+
+	if (ret < 0)
+		return ret;
+	*npages = pc_residency_npages(r);
+	ret = pc_residency_quality(r) == PC_QUALITY_EXACT;
+	*resident = ret ? pc_residency_resident(r) : 0;
+	pc_residency_free(r);
+	return ret;
 }
 
 bool action_too_big(struct action *a, uint64_t size)
@@ -100,14 +154,8 @@ int action_walk(struct action *a, struct selection *sel, const struct walk_ops *
 
 int action_status(struct action *a)
 {
-	int status = a->errors ? PC_EXIT_FAILED : PC_EXIT_OK;
-
 	progress_clear(&a->progress);
-	if (fflush(stdout) != 0 || ferror(stdout)) {
-		cli_error(NULL, 0, "write error on standard output");
-		status = PC_EXIT_FAILED;
-	}
-	return status;
+	return stdout_status(a->errors ? PC_EXIT_FAILED : PC_EXIT_OK);
 }
 
 bool cap_effective(int cap)

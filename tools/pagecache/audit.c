@@ -264,97 +264,91 @@ struct channel {
 	const char *why;
 };
 
+/* What a detector's mode means, and the side channel it leaves. */
+struct mode_info {
+	int mode;
+	enum channel_status status;
+	const char *meaning;
+};
+
+/* Each table ends with its UNKNOWN mode, which stands for any mode not
+ * listed (a -errno too). */
+static const struct mode_info mincore_modes[] = {
+	{ PC_MINCORE_FULL, CH_OPEN,
+	  "no gate: any user sees which pages of any file it can map are cached" },
+	{ PC_MINCORE_GATED_FAKED, CH_CLOSED,
+	  "gated (5.2+): files a user neither owns nor may write read as fully "
+	  "resident, whatever the truth" },
+	{ PC_MINCORE_GATED_MAPPED, CH_CLOSED,
+	  "gated: for files a user neither owns nor may write, only the pages it "
+	  "mapped itself" },
+	{ PC_MINCORE_MAPPED_ONLY, CH_CLOSED,
+	  "only the caller's own mapped pages, for everyone (5.0-rc1..rc3)" },
+	{ PC_MINCORE_USELESS, CH_CLOSED,
+	  "every page reads as resident (an emulation): no information" },
+	{ PC_MINCORE_UNKNOWN, CH_UNKNOWN, "could not be found out" },
+};
+
+static const struct mode_info cachestat_modes[] = {
+	{ PC_CACHESTAT_ABSENT, CH_CLOSED, "not in this kernel (before 6.5)" },
+	{ PC_CACHESTAT_BLOCKED, CH_CLOSED, "refused outright by a seccomp or LSM filter" },
+	{ PC_CACHESTAT_GATED, CH_CLOSED, "gated (6.14+): owners, writers and CAP_FOWNER only" },
+	{ PC_CACHESTAT_OPEN, CH_OPEN, "open: any user who can open a file gets its page counts" },
+	{ PC_CACHESTAT_UNKNOWN, CH_UNKNOWN, "could not be found out" },
+};
+
+static const struct mode_info nowait_modes[] = {
+	{ PC_NOWAIT_UNSUPPORTED, CH_CLOSED, "not supported on this filesystem (EOPNOTSUPP)" },
+	{ PC_NOWAIT_CLEAN, CH_OPEN,
+	  "a miss fails with EAGAIN and reads nothing: a side-effect-free probe" },
+	{ PC_NOWAIT_DESTRUCTIVE, CH_OPEN,
+	  "a miss fails with EAGAIN and starts reading the page in (6.12+)" },
+	{ PC_NOWAIT_UNKNOWN, CH_UNKNOWN, "could not be found out (a read-only directory?)" },
+};
+
+static const struct mode_info *mode_info(const struct mode_info *table, size_t n, int mode)
+{
+	for (size_t i = 0; i + 1 < n; i++)
+		if (table[i].mode == mode)
+			return &table[i];
+	return &table[n - 1];
+}
+
+#define MODE_INFO(table, mode) mode_info(table, sizeof(table) / sizeof(table[0]), mode)
+
 static const char *mincore_meaning(int mode)
 {
-	switch (mode) {
-	case PC_MINCORE_FULL:
-		return "no gate: any user sees which pages of any file it can map are cached";
-	case PC_MINCORE_GATED_FAKED:
-		return "gated (5.2+): files a user neither owns nor may write read as fully "
-		       "resident, whatever the truth";
-	case PC_MINCORE_GATED_MAPPED:
-		return "gated: for files a user neither owns nor may write, only the pages it "
-		       "mapped itself";
-	case PC_MINCORE_MAPPED_ONLY:
-		return "only the caller's own mapped pages, for everyone (5.0-rc1..rc3)";
-	case PC_MINCORE_USELESS:
-		return "every page reads as resident (an emulation): no information";
-	default:
-		return "could not be found out";
-	}
+	return MODE_INFO(mincore_modes, mode)->meaning;
 }
 
 static const char *cachestat_meaning(int mode)
 {
-	switch (mode) {
-	case PC_CACHESTAT_ABSENT:
-		return "not in this kernel (before 6.5)";
-	case PC_CACHESTAT_BLOCKED:
-		return "refused outright by a seccomp or LSM filter";
-	case PC_CACHESTAT_GATED:
-		return "gated (6.14+): owners, writers and CAP_FOWNER only";
-	case PC_CACHESTAT_OPEN:
-		return "open: any user who can open a file gets its page counts";
-	default:
-		return "could not be found out";
-	}
+	return MODE_INFO(cachestat_modes, mode)->meaning;
 }
 
 static const char *nowait_meaning(int mode)
 {
-	switch (mode) {
-	case PC_NOWAIT_UNSUPPORTED:
-		return "not supported on this filesystem (EOPNOTSUPP)";
-	case PC_NOWAIT_CLEAN:
-		return "a miss fails with EAGAIN and reads nothing: a side-effect-free probe";
-	case PC_NOWAIT_DESTRUCTIVE:
-		return "a miss fails with EAGAIN and starts reading the page in (6.12+)";
-	default:
-		return "could not be found out (a read-only directory?)";
-	}
-}
-
-static enum channel_status mincore_status(int mode)
-{
-	if (mode == PC_MINCORE_FULL)
-		return CH_OPEN;
-	if (mode == PC_MINCORE_GATED_FAKED || mode == PC_MINCORE_GATED_MAPPED ||
-	    mode == PC_MINCORE_MAPPED_ONLY || mode == PC_MINCORE_USELESS)
-		return CH_CLOSED;
-	return CH_UNKNOWN;
-}
-
-static enum channel_status cachestat_status(int mode)
-{
-	if (mode == PC_CACHESTAT_OPEN)
-		return CH_OPEN;
-	if (mode == PC_CACHESTAT_GATED || mode == PC_CACHESTAT_BLOCKED ||
-	    mode == PC_CACHESTAT_ABSENT)
-		return CH_CLOSED;
-	return CH_UNKNOWN;
+	return MODE_INFO(nowait_modes, mode)->meaning;
 }
 
 static void nowait_channel(struct channel *ch, int mode)
 {
+	ch->status = MODE_INFO(nowait_modes, mode)->status;
 	ch->probe = NULL;
 	switch (mode) {
 	case PC_NOWAIT_CLEAN:
-		ch->status = CH_OPEN;
 		ch->probe = "clean";
 		ch->why = "a side-effect-free probe of any readable file, page by page";
 		break;
 	case PC_NOWAIT_DESTRUCTIVE:
-		ch->status = CH_OPEN;
 		ch->probe = "destructive";
 		ch->why = "a probe that caches what it misses: each page tells once "
 			  "(the first access only)";
 		break;
 	case PC_NOWAIT_UNSUPPORTED:
-		ch->status = CH_CLOSED;
 		ch->why = "RWF_NOWAIT is not supported on this filesystem";
 		break;
 	default:
-		ch->status = CH_UNKNOWN;
 		ch->why = "the RWF_NOWAIT behaviour could not be found out here";
 		break;
 	}
@@ -365,10 +359,11 @@ static size_t channels(const struct audit *a, struct channel *ch)
 {
 	size_t n = 0;
 
-	ch[n] = (struct channel){ "mincore", NULL, mincore_status(a->mincore), NULL,
-				  mincore_meaning(a->mincore) };
+	ch[n] = (struct channel){ "mincore", NULL, MODE_INFO(mincore_modes, a->mincore)->status,
+				  NULL, mincore_meaning(a->mincore) };
 	n++;
-	ch[n] = (struct channel){ "cachestat", NULL, cachestat_status(a->cachestat), NULL,
+	ch[n] = (struct channel){ "cachestat", NULL,
+				  MODE_INFO(cachestat_modes, a->cachestat)->status, NULL,
 				  cachestat_meaning(a->cachestat) };
 	n++;
 	for (size_t i = 0; i < a->nfs; i++) {
@@ -417,10 +412,18 @@ static const char *cap_word(bool b)
 	return b ? "yes" : "no";
 }
 
+/* How many channels are open, closed and unknown: count[CH_OPEN] ... */
+static void count_status(const struct channel *ch, size_t nch, size_t count[3])
+{
+	count[CH_UNKNOWN] = count[CH_OPEN] = count[CH_CLOSED] = 0;
+	for (size_t i = 0; i < nch; i++)
+		count[ch[i].status]++;
+}
+
 static void text_report(const struct audit *a, const struct channel *ch, size_t nch)
 {
 	const struct caller *me = &a->me;
-	size_t nopen = 0, nclosed = 0, nunknown = 0;
+	size_t count[3];
 
 	printf("kernel:     %s %s (%s)\n", a->uts.sysname, a->uts.release, a->uts.machine);
 	printf("page size:  %ld bytes\n", a->page_size);
@@ -485,17 +488,13 @@ static void text_report(const struct audit *a, const struct channel *ch, size_t 
 			printf(" (%s)", c->fs->fstype[0] ? c->fs->fstype : "?");
 		}
 		printf(": %s\n", c->why);
-		if (c->status == CH_OPEN)
-			nopen++;
-		else if (c->status == CH_CLOSED)
-			nclosed++;
-		else
-			nunknown++;
 	}
-	printf("  => %zu open, %zu closed, %zu unknown.", nopen, nclosed, nunknown);
-	if (nopen == 0 && nunknown == 0)
+	count_status(ch, nch, count);
+	printf("  => %zu open, %zu closed, %zu unknown.", count[CH_OPEN], count[CH_CLOSED],
+	       count[CH_UNKNOWN]);
+	if (count[CH_OPEN] == 0 && count[CH_UNKNOWN] == 0)
 		printf(" Unprivileged users cannot learn which pages of others' files are cached.\n");
-	else if (nopen)
+	else if (count[CH_OPEN])
 		printf(" Unprivileged users can learn which pages of files they may read are "
 		       "cached through the open channels.\n");
 	else
@@ -509,109 +508,122 @@ static void text_report(const struct audit *a, const struct channel *ch, size_t 
 	}
 }
 
+static void json_kernel(struct json *j, const struct audit *a)
+{
+	json_begin_object(j, "kernel");
+	json_cstring(j, "sysname", a->uts.sysname);
+	json_cstring(j, "release", a->uts.release);
+	json_cstring(j, "version", a->uts.version);
+	json_cstring(j, "machine", a->uts.machine);
+	json_uint(j, "page_size", (uint64_t)a->page_size);
+	json_cstring(j, "library_version", pc_version());
+	json_end_object(j);
+}
+
+/* "mincore", "cachestat" and "io_uring": what the detectors found. */
+static void json_detectors(struct json *j, const struct audit *a)
+{
+	json_begin_object(j, "mincore");
+	json_cstring(j, "mode", a->mincore >= 0 ? pc_mincore_mode_name(a->mincore) : "unknown");
+	json_cstring(j, "meaning", mincore_meaning(a->mincore));
+	json_end_object(j);
+	json_begin_object(j, "cachestat");
+	json_cstring(j, "mode",
+		     a->cachestat >= 0 ? pc_cachestat_mode_name(a->cachestat) : "unknown");
+	json_cstring(j, "meaning", cachestat_meaning(a->cachestat));
+	json_end_object(j);
+	json_begin_object(j, "io_uring");
+	json_bool(j, "available", a->io_uring > 0);
+	if (a->io_uring_disabled >= 0)
+		json_int(j, "io_uring_disabled", a->io_uring_disabled);
+	else
+		json_null(j, "io_uring_disabled");
+	json_end_object(j);
+}
+
+static void json_filesystem(struct json *j, const struct fs_info *fi)
+{
+	json_begin_object(j, NULL);
+	json_path(j, fi->path, strlen(fi->path));
+	if (fi->err) {
+		json_cstring(j, "error", strerror(-fi->err));
+		json_int(j, "errno", -fi->err);
+		json_end_object(j);
+		return;
+	}
+	json_cstring(j, "fstype", fi->fstype[0] ? fi->fstype : NULL);
+	json_cstring(j, "mount_point", fi->mount_point);
+	json_begin_object(j, "device");
+	json_uint(j, "major", fi->major);
+	json_uint(j, "minor", fi->minor);
+	json_end_object(j);
+	json_cstring(j, "nowait", fi->nowait >= 0 ? pc_nowait_mode_name(fi->nowait) : "unknown");
+	json_cstring(j, "meaning", nowait_meaning(fi->nowait));
+	json_cstring(j, "nowait_learned_in", fi->nowait_origin[0] ? fi->nowait_origin : NULL);
+	json_end_object(j);
+}
+
+static void json_caller(struct json *j, const struct caller *me)
+{
+	json_begin_object(j, "caller");
+	json_uint(j, "uid", me->uid);
+	json_uint(j, "euid", me->euid);
+	json_uint(j, "fsuid", me->fsuid);
+	json_begin_object(j, "capabilities");
+	json_bool(j, "fowner", me->fowner);
+	json_bool(j, "dac_override", me->dac_override);
+	json_bool(j, "sys_admin", me->sys_admin);
+	json_bool(j, "ipc_lock", me->ipc_lock);
+	json_end_object(j);
+	json_cstring(j, "view", me->view);
+	json_cstring(j, "sees", me->fowner ? "every file" : "files it owns or may write");
+	json_end_object(j);
+}
+
+/* "side_channels" and the "verdict" that counts them. */
+static void json_channels(struct json *j, const struct channel *ch, size_t nch)
+{
+	size_t count[3];
+
+	json_begin_array(j, "side_channels");
+	for (size_t i = 0; i < nch; i++) {
+		const struct channel *c = &ch[i];
+
+		json_begin_object(j, NULL);
+		json_cstring(j, "channel", c->id);
+		if (c->fs)
+			json_string(j, "path", c->fs->path, strlen(c->fs->path));
+		else
+			json_null(j, "path");
+		json_cstring(j, "status", status_name(c->status));
+		json_cstring(j, "probe", c->probe);
+		json_cstring(j, "why", c->why);
+		json_end_object(j);
+	}
+	json_end_array(j);
+	count_status(ch, nch, count);
+	json_begin_object(j, "verdict");
+	json_uint(j, "open", count[CH_OPEN]);
+	json_uint(j, "closed", count[CH_CLOSED]);
+	json_uint(j, "unknown", count[CH_UNKNOWN]);
+	json_end_object(j);
+}
+
 static void json_report(const struct audit *a, const struct channel *ch, size_t nch)
 {
-	const struct caller *me = &a->me;
 	struct json j;
-	uint64_t nopen = 0, nclosed = 0, nunknown = 0;
 
 	json_init(&j, stdout, true);
 	json_begin_object(&j, NULL);
 	json_uint(&j, "format_version", 1);
-	json_begin_object(&j, "kernel");
-	json_cstring(&j, "sysname", a->uts.sysname);
-	json_cstring(&j, "release", a->uts.release);
-	json_cstring(&j, "version", a->uts.version);
-	json_cstring(&j, "machine", a->uts.machine);
-	json_uint(&j, "page_size", (uint64_t)a->page_size);
-	json_cstring(&j, "library_version", pc_version());
-	json_end_object(&j);
-
-	json_begin_object(&j, "mincore");
-	json_cstring(&j, "mode", a->mincore >= 0 ? pc_mincore_mode_name(a->mincore) : "unknown");
-	json_cstring(&j, "meaning", mincore_meaning(a->mincore));
-	json_end_object(&j);
-	json_begin_object(&j, "cachestat");
-	json_cstring(&j, "mode",
-		     a->cachestat >= 0 ? pc_cachestat_mode_name(a->cachestat) : "unknown");
-	json_cstring(&j, "meaning", cachestat_meaning(a->cachestat));
-	json_end_object(&j);
-	json_begin_object(&j, "io_uring");
-	json_bool(&j, "available", a->io_uring > 0);
-	if (a->io_uring_disabled >= 0)
-		json_int(&j, "io_uring_disabled", a->io_uring_disabled);
-	else
-		json_null(&j, "io_uring_disabled");
-	json_end_object(&j);
-
+	json_kernel(&j, a);
+	json_detectors(&j, a);
 	json_begin_array(&j, "filesystems");
-	for (size_t i = 0; i < a->nfs; i++) {
-		const struct fs_info *fi = &a->fs[i];
-
-		json_begin_object(&j, NULL);
-		json_string(&j, "path", fi->path, strlen(fi->path));
-		if (!utf8_valid(fi->path, strlen(fi->path)))
-			json_base64(&j, "path_base64", fi->path, strlen(fi->path));
-		if (fi->err) {
-			json_cstring(&j, "error", strerror(-fi->err));
-			json_int(&j, "errno", -fi->err);
-			json_end_object(&j);
-			continue;
-		}
-		json_cstring(&j, "fstype", fi->fstype[0] ? fi->fstype : NULL);
-		json_cstring(&j, "mount_point", fi->mount_point);
-		json_begin_object(&j, "device");
-		json_uint(&j, "major", fi->major);
-		json_uint(&j, "minor", fi->minor);
-		json_end_object(&j);
-		json_cstring(&j, "nowait", fi->nowait >= 0 ? pc_nowait_mode_name(fi->nowait) : "unknown");
-		json_cstring(&j, "meaning", nowait_meaning(fi->nowait));
-		json_cstring(&j, "nowait_learned_in", fi->nowait_origin[0] ? fi->nowait_origin : NULL);
-		json_end_object(&j);
-	}
+	for (size_t i = 0; i < a->nfs; i++)
+		json_filesystem(&j, &a->fs[i]);
 	json_end_array(&j);
-
-	json_begin_object(&j, "caller");
-	json_uint(&j, "uid", me->uid);
-	json_uint(&j, "euid", me->euid);
-	json_uint(&j, "fsuid", me->fsuid);
-	json_begin_object(&j, "capabilities");
-	json_bool(&j, "fowner", me->fowner);
-	json_bool(&j, "dac_override", me->dac_override);
-	json_bool(&j, "sys_admin", me->sys_admin);
-	json_bool(&j, "ipc_lock", me->ipc_lock);
-	json_end_object(&j);
-	json_cstring(&j, "view", me->view);
-	json_cstring(&j, "sees", me->fowner ? "every file" : "files it owns or may write");
-	json_end_object(&j);
-
-	json_begin_array(&j, "side_channels");
-	for (size_t i = 0; i < nch; i++) {
-		const struct channel *c = &ch[i];
-
-		json_begin_object(&j, NULL);
-		json_cstring(&j, "channel", c->id);
-		if (c->fs)
-			json_string(&j, "path", c->fs->path, strlen(c->fs->path));
-		else
-			json_null(&j, "path");
-		json_cstring(&j, "status", status_name(c->status));
-		json_cstring(&j, "probe", c->probe);
-		json_cstring(&j, "why", c->why);
-		json_end_object(&j);
-		if (c->status == CH_OPEN)
-			nopen++;
-		else if (c->status == CH_CLOSED)
-			nclosed++;
-		else
-			nunknown++;
-	}
-	json_end_array(&j);
-	json_begin_object(&j, "verdict");
-	json_uint(&j, "open", nopen);
-	json_uint(&j, "closed", nclosed);
-	json_uint(&j, "unknown", nunknown);
-	json_end_object(&j);
+	json_caller(&j, &a->me);
+	json_channels(&j, ch, nch);
 	json_end_object(&j);
 	putchar('\n');
 }
@@ -672,10 +684,7 @@ int cmd_audit(int argc, char **argv)
 		json_report(&a, ch, channels(&a, ch));
 	else
 		text_report(&a, ch, channels(&a, ch));
-	if (fflush(stdout) != 0 || ferror(stdout)) {
-		cli_error(NULL, 0, "write error on standard output");
-		status = PC_EXIT_FAILED;
-	}
+	status = stdout_status(status);
 out:
 	for (size_t i = 0; i < a.nfs; i++)
 		free(a.fs[i].mount_point);

@@ -111,6 +111,9 @@ void text_write_message(FILE *f, const char *msg);
 size_t utf8_seq(const unsigned char *s, size_t avail, uint32_t *cp);
 /* 1 if the len bytes are valid UTF-8 (no overlongs, no surrogates). */
 int utf8_valid(const char *s, size_t len);
+/* A command's exit status once standard output is flushed: status, or
+ * PC_EXIT_FAILED after "write error on standard output". */
+int stdout_status(int status);
 
 /* json.c: a JSON writer that streams to a FILE and tracks commas itself. */
 struct json {
@@ -209,6 +212,22 @@ struct action {
 	uint64_t max_size;           /* from the selection */
 	uint64_t files, errors, skipped, filtered;
 };
+struct selection;
+struct option;
+/* The command line of evict, touch or lock, for action_options. */
+struct action_cli {
+	const struct option *options;  /* getopt_long's long options */
+	const char *usage_head, *usage_tail; /* --help: head, selection_help, tail */
+	/* The command's own option opt (a long one): 1 handled, 0 not one of
+	 * them, PC_EXIT_USAGE (> 1) after a usage message, -ENOMEM. */
+	int (*option)(void *ctx, int opt, char *arg);
+};
+/* Parse argv: -h, -q and -v into a, the selection's options into sel, the
+ * rest through cli->option(ctx); then selection_check. true: the command
+ * goes on with its paths at argv[optind]; false: it exits with *status
+ * (0 after --help, PC_EXIT_USAGE or PC_EXIT_FAILED after a message). */
+bool action_options(struct action *a, struct selection *sel, const struct action_cli *cli,
+		    void *ctx, int argc, char **argv, int *status);
 /* walk_ops callbacks; ctx points to a struct action */
 void action_note(void *ctx, const char *path, size_t len, const char *why);
 void action_error(void *ctx, const char *path, size_t len, int err, const char *msg);
@@ -218,6 +237,11 @@ void action_json_begin(struct action *a);
  * fills it and calls action_json_end). */
 void action_json_totals(struct action *a);
 void action_json_end(struct action *a);
+/* The resident pages of [offset, offset + len) of fd (len 0: to its end)
+ * as far as the kernel shows them: 1 with *resident, 0 when it hides them
+ * (unknown, *resident 0), or -errno; *npages, the pages of the range. */
+int action_resident(int fd, uint64_t offset, uint64_t len, uint64_t *resident,
+		    uint64_t *npages);
 /* 1 (and counted as filtered) when the file is over --max-size. */
 bool action_too_big(struct action *a, uint64_t size);
 struct selection;

@@ -409,115 +409,193 @@ static enum snap_format format_for(const char *name, enum snap_format fmt)
 	return ret == 0 && S_ISREG(st.st_mode) ? SNAP_AUTO : fmt;
 }
 
-int cmd_diff(int argc, char **argv)
+/* The options into d, and the two snapshot names. true: go on; false:
+ * exit with *status. */
+static bool parse_args(struct diff *d, int argc, char **argv, int *status)
 {
-	struct diff d = { .fmt = SNAP_AUTO };
-	struct snapsrc *so = NULL, *sn = NULL;
-	const struct snap_file *of = NULL, *nf = NULL;
-	int opt, ret = 0, ro, rn;
+	int opt;
 
-	d.ps = (uint64_t)pc_page_size();
 	optind = 1;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":h", diff_options, NULL)) != -1) {
 		switch (opt) {
 		case 'h':
 			fputs(diff_usage, stdout);
-			return PC_EXIT_OK;
+			*status = PC_EXIT_OK;
+			return false;
 		case 'j':
-			d.json = true;
+			d->json = true;
 			break;
 		case 'f':
-			if (snap_parse_format(optarg, true, &d.fmt) < 0) {
+			if (snap_parse_format(optarg, true, &d->fmt) < 0) {
 				fprintf(stderr, "%s diff: --format wants auto, native or happycache, "
 					"not '%s'\nTry 'pagecache diff --help'.\n", pc_cli_name, optarg);
-				return PC_EXIT_USAGE;
+				*status = PC_EXIT_USAGE;
+				return false;
 			}
 			break;
 		default:
 			fprintf(stderr, "%s diff: unknown option '%s'\nTry 'pagecache diff --help'.\n",
 				pc_cli_name, argv[optind - 1]);
-			return PC_EXIT_USAGE;
+			*status = PC_EXIT_USAGE;
+			return false;
 		}
 	}
 	if (argc - optind != 2) {
 		fprintf(stderr, "%s diff: wants two snapshots, OLD and NEW\n"
 			"Try 'pagecache diff --help'.\n", pc_cli_name);
-		return PC_EXIT_USAGE;
+		*status = PC_EXIT_USAGE;
+		return false;
 	}
 	if (strcmp(argv[optind], "-") == 0 && strcmp(argv[optind + 1], "-") == 0) {
 		fprintf(stderr, "%s diff: only one snapshot can come from standard input\n",
 			pc_cli_name);
-		return PC_EXIT_USAGE;
+		*status = PC_EXIT_USAGE;
+		return false;
 	}
-	if (snapsrc_open(argv[optind], format_for(argv[optind], d.fmt), &so) < 0 ||
-	    snapsrc_open(argv[optind + 1], format_for(argv[optind + 1], d.fmt), &sn) < 0) {
-		ret = PC_EXIT_FAILED;
-		goto out;
-	}
-	/* a corrupt snapshot prints nothing but its error (from a pipe: what
-	 * came before the damage may have been printed) */
-	ret = snapsrc_validate(so);
+	return true;
+}
+
+/* Open both snapshots and read them through once where they can be: a
+ * corrupt one prints nothing but its error (from a pipe: what came before
+ * the damage may have been printed). 0, or -1 after the error. */
+static int open_inputs(const struct diff *d, const char *old, const char *new,
+		       struct snapsrc **so, struct snapsrc **sn)
+{
+	int ret;
+
+	if (snapsrc_open(old, format_for(old, d->fmt), so) < 0 ||
+	    snapsrc_open(new, format_for(new, d->fmt), sn) < 0)
+		return -1;
+	ret = snapsrc_validate(*so);
 	if (ret >= 0)
-		ret = snapsrc_validate(sn);
+		ret = snapsrc_validate(*sn);
 	if (ret < 0) {
-		snapsrc_report(snapsrc_failed(so) ? so : sn, ret);
-		ret = PC_EXIT_FAILED;
-		goto out;
+		snapsrc_report(snapsrc_failed(*so) ? *so : *sn, ret);
+		return -1;
 	}
-	ret = 0;
-	if (*snapsrc_root(so) && *snapsrc_root(sn) &&
-	    strcmp(snapsrc_root(so), snapsrc_root(sn)) != 0) {
-		/* files match by their paths relative to each root (a
-		 * happycache file records none) */
-		fflush(stdout);
-		fprintf(stderr, "%s: note: the snapshots record different roots (", pc_cli_name);
-		text_write_path(stderr, snapsrc_root(so), strlen(snapsrc_root(so)));
-		fputs(" and ", stderr);
-		text_write_path(stderr, snapsrc_root(sn), strlen(snapsrc_root(sn)));
-		fputs("): files are matched by their paths beneath each\n", stderr);
-	}
-	if (d.json) {
-		json_init(&d.j, stdout, true);
-		json_begin_object(&d.j, NULL);
-		json_uint(&d.j, "format_version", 1);
-		json_cstring(&d.j, "old", argv[optind]);
-		json_cstring(&d.j, "new", argv[optind + 1]);
-		json_cstring(&d.j, "old_root", snapsrc_root(so));
-		json_cstring(&d.j, "new_root", snapsrc_root(sn));
-		json_uint(&d.j, "page_size", d.ps);
-		json_begin_array(&d.j, "files");
-	} else {
+	return 0;
+}
+
+/* Files match by their paths relative to each root (a happycache file
+ * records none): say so when the roots differ. */
+static void note_roots(struct snapsrc *so, struct snapsrc *sn)
+{
+	if (!*snapsrc_root(so) || !*snapsrc_root(sn) ||
+	    strcmp(snapsrc_root(so), snapsrc_root(sn)) == 0)
+		return;
+	fflush(stdout);
+	fprintf(stderr, "%s: note: the snapshots record different roots (", pc_cli_name);
+	text_write_path(stderr, snapsrc_root(so), strlen(snapsrc_root(so)));
+	fputs(" and ", stderr);
+	text_write_path(stderr, snapsrc_root(sn), strlen(snapsrc_root(sn)));
+	fputs("): files are matched by their paths beneath each\n", stderr);
+}
+
+static void begin_output(struct diff *d, const char *old, const char *new,
+			 struct snapsrc *so, struct snapsrc *sn)
+{
+	if (!d->json) {
 		printf("%8s %8s  %s\n", "ADDED", "REMOVED", "PATH");
+		return;
 	}
+	json_init(&d->j, stdout, true);
+	json_begin_object(&d->j, NULL);
+	json_uint(&d->j, "format_version", 1);
+	json_cstring(&d->j, "old", old);
+	json_cstring(&d->j, "new", new);
+	json_cstring(&d->j, "old_root", snapsrc_root(so));
+	json_cstring(&d->j, "new_root", snapsrc_root(sn));
+	json_uint(&d->j, "page_size", d->ps);
+	json_begin_array(&d->j, "files");
+}
+
+/* Read both snapshots in lockstep: a file at the same place in both is
+ * compared as it streams, any other goes through unmatched(). 0 or -errno. */
+static int diff_streams(struct diff *d, struct snapsrc *so, struct snapsrc *sn)
+{
+	const struct snap_file *of = NULL, *nf = NULL;
+	int ret = 0, ro, rn;
+
 	ro = snapsrc_next_file(so, &of);
 	rn = snapsrc_next_file(sn, &nf);
 	while (ro > 0 || rn > 0) {
 		if (ro > 0 && rn > 0 && strcmp(of->path, nf->path) == 0) {
 			struct runs_it a = { .src = so }, b = { .src = sn };
 
-			ret = compare(&d, of->path, of, &a, nf, &b);
+			ret = compare(d, of->path, of, &a, nf, &b);
 			if (ret < 0)
-				break;
+				return ret;
 			ro = snapsrc_next_file(so, &of);
 			rn = snapsrc_next_file(sn, &nf);
 			continue;
 		}
 		if (ro > 0) {
-			ret = unmatched(&d, so, of, true, rn == 0);
+			ret = unmatched(d, so, of, true, rn == 0);
 			if (ret < 0)
-				break;
+				return ret;
 			ro = snapsrc_next_file(so, &of);
 		}
 		if (rn > 0) {
-			ret = unmatched(&d, sn, nf, false, ro == 0);
+			ret = unmatched(d, sn, nf, false, ro == 0);
 			if (ret < 0)
-				break;
+				return ret;
 			rn = snapsrc_next_file(sn, &nf);
 		}
 	}
-	if (ret == 0 && (ro < 0 || rn < 0))
-		ret = ro < 0 ? ro : rn;
+	return ro < 0 ? ro : rn < 0 ? rn : 0;
+}
+
+static void end_output(struct diff *d)
+{
+	char a[32], r[32], c[32];
+
+	if (d->json) {
+		json_end_array(&d->j);
+		json_begin_object(&d->j, "totals");
+		json_uint(&d->j, "files_in_both", d->files_both);
+		json_uint(&d->j, "files_only_in_old", d->files_old_only);
+		json_uint(&d->j, "files_only_in_new", d->files_new_only);
+		json_uint(&d->j, "files_changed", d->files_changed);
+		json_uint(&d->j, "files_unknown", d->unknown);
+		json_uint(&d->j, "added_pages", d->added);
+		json_uint(&d->j, "removed_pages", d->removed);
+		json_uint(&d->j, "common_pages", d->common);
+		json_end_object(&d->j);
+		json_end_object(&d->j);
+		json_newline(&d->j);
+		return;
+	}
+	human_bytes(bytes_of(d, d->added), a, sizeof(a));
+	human_bytes(bytes_of(d, d->removed), r, sizeof(r));
+	human_bytes(bytes_of(d, d->common), c, sizeof(c));
+	printf("total: +%s (%llu pages) -%s (%llu pages), %s in both; files: %llu in "
+	       "both, %llu only in OLD, %llu only in NEW, %llu changed, %llu unknown\n",
+	       a, (unsigned long long)d->added, r, (unsigned long long)d->removed, c,
+	       (unsigned long long)d->files_both, (unsigned long long)d->files_old_only,
+	       (unsigned long long)d->files_new_only, (unsigned long long)d->files_changed,
+	       (unsigned long long)d->unknown);
+}
+
+int cmd_diff(int argc, char **argv)
+{
+	struct diff d = { .fmt = SNAP_AUTO };
+	struct snapsrc *so = NULL, *sn = NULL;
+	const char *old, *new;
+	int ret;
+
+	d.ps = (uint64_t)pc_page_size();
+	if (!parse_args(&d, argc, argv, &ret))
+		return ret;
+	old = argv[optind];
+	new = argv[optind + 1];
+	if (open_inputs(&d, old, new, &so, &sn) < 0) {
+		ret = PC_EXIT_FAILED;
+		goto out;
+	}
+	note_roots(so, sn);
+	begin_output(&d, old, new, so, sn);
+	ret = diff_streams(&d, so, sn);
 	if (ret < 0) {
 		fflush(stdout);
 		if (ret == -ENOMEM)
@@ -529,38 +607,8 @@ int cmd_diff(int argc, char **argv)
 	}
 	drain(&d, &d.old_only, true);
 	drain(&d, &d.new_only, false);
-	if (d.json) {
-		json_end_array(&d.j);
-		json_begin_object(&d.j, "totals");
-		json_uint(&d.j, "files_in_both", d.files_both);
-		json_uint(&d.j, "files_only_in_old", d.files_old_only);
-		json_uint(&d.j, "files_only_in_new", d.files_new_only);
-		json_uint(&d.j, "files_changed", d.files_changed);
-		json_uint(&d.j, "files_unknown", d.unknown);
-		json_uint(&d.j, "added_pages", d.added);
-		json_uint(&d.j, "removed_pages", d.removed);
-		json_uint(&d.j, "common_pages", d.common);
-		json_end_object(&d.j);
-		json_end_object(&d.j);
-		json_newline(&d.j);
-	} else {
-		char a[32], r[32], c[32];
-
-		human_bytes(bytes_of(&d, d.added), a, sizeof(a));
-		human_bytes(bytes_of(&d, d.removed), r, sizeof(r));
-		human_bytes(bytes_of(&d, d.common), c, sizeof(c));
-		printf("total: +%s (%llu pages) -%s (%llu pages), %s in both; files: %llu in "
-		       "both, %llu only in OLD, %llu only in NEW, %llu changed, %llu unknown\n",
-		       a, (unsigned long long)d.added, r, (unsigned long long)d.removed, c,
-		       (unsigned long long)d.files_both, (unsigned long long)d.files_old_only,
-		       (unsigned long long)d.files_new_only, (unsigned long long)d.files_changed,
-		       (unsigned long long)d.unknown);
-	}
-	ret = PC_EXIT_OK;
-	if (fflush(stdout) != 0 || ferror(stdout)) {
-		cli_error(NULL, 0, "write error on standard output");
-		ret = PC_EXIT_FAILED;
-	}
+	end_output(&d);
+	ret = stdout_status(PC_EXIT_OK);
 out:
 	table_free(&d.old_only);
 	table_free(&d.new_only);

@@ -49,22 +49,6 @@ static const struct option evict_options[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-/* The resident pages of fd as far as the kernel shows them: 1 and *count,
- * 0 when hidden (unknown), -errno. */
-static int measure(int fd, uint64_t *count, uint64_t *npages)
-{
-	struct pc_residency *r;
-	int ret = pc_residency(fd, 0, 0, PC_RES_COUNT_ONLY, &r);
-
-	if (ret < 0)
-		return ret;
-	*npages = pc_residency_npages(r);
-	ret = pc_residency_quality(r) == PC_QUALITY_EXACT;
-	*count = ret ? pc_residency_resident(r) : 0;
-	pc_residency_free(r);
-	return ret;
-}
-
 static void text_amount(uint64_t pages, bool known, char *buf, size_t size)
 {
 	if (!known) {
@@ -86,13 +70,13 @@ static int on_file(void *ctx, int fd, const struct stat *st, uint64_t mnt_id,
 		return ret;
 	if (action_too_big(&c->a, size))
 		return 0;
-	known_before = measure(fd, &before, &npages);
+	known_before = action_resident(fd, 0, 0, &before, &npages);
 	if (known_before < 0)
 		return known_before;
 	ret = pc_evict(fd, 0, 0);
 	if (ret < 0)
 		return ret;
-	known_after = measure(fd, &after, &npages);
+	known_after = action_resident(fd, 0, 0, &after, &npages);
 	if (known_after < 0)
 		return known_after;
 
@@ -173,64 +157,60 @@ static void text_totals(struct evict_ctx *c)
 		       (unsigned long long)c->unknown_files, c->unknown_files == 1 ? "" : "s");
 }
 
+static int evict_option(void *ctx, int opt, char *arg)
+{
+	struct evict_ctx *c = ctx;
+
+	(void)arg;
+	if (opt != OPT_JSON)
+		return 0;
+	c->a.json = true;
+	return 1;
+}
+
+static const struct action_cli evict_cli = {
+	.options = evict_options,
+	.usage_head = evict_usage_head,
+	.usage_tail = evict_usage_tail,
+	.option = evict_option,
+};
+
+static void json_totals(struct evict_ctx *c)
+{
+	struct json *j = &c->a.rep.json;
+
+	action_json_totals(&c->a);
+	json_uint(j, "size", c->size);
+	json_uint(j, "pages", c->pages);
+	json_uint(j, "known_files", c->known_files);
+	json_uint(j, "unknown_files", c->unknown_files);
+	json_uint(j, "resident_before", c->before);
+	json_uint(j, "resident_after", c->after);
+	action_json_end(&c->a);
+}
+
 int cmd_evict(int argc, char **argv)
 {
 	struct evict_ctx c = { 0 };
 	struct selection sel;
-	int opt, ret;
+	int ret;
 
 	selection_init(&sel);
 	c.a.cmd = "evict";
-	optind = 1;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":hqv" SELECTION_SHORT_OPTIONS, evict_options,
-				  NULL)) != -1) {
-		ret = selection_option(&sel, "evict", opt, optarg);
-		if (ret == -ENOMEM)
-			goto nomem;
-		if (ret > 1)
-			goto out;
-		if (ret == 1)
-			continue;
-		switch (opt) {
-		case 'h':
-			printf("%s%s%s", evict_usage_head, selection_help, evict_usage_tail);
-			ret = PC_EXIT_OK;
-			goto out;
-		case 'q': c.a.quiet = true; break;
-		case 'v': c.a.verbose = true; break;
-		case OPT_JSON: c.a.json = true; break;
-		default:
-			ret = usage_getopt_error("evict", opt, argv);
-			goto out;
-		}
-	}
-	ret = selection_check(&sel, "evict", argc - optind);
-	if (ret)
+	if (!action_options(&c.a, &sel, &evict_cli, &c, argc, argv, &ret))
 		goto out;
 	if (action_walk(&c.a, &sel, &evict_walk_ops, &c,
-			"   SIZE  BEFORE   AFTER QUALITY PATH\n", argc - optind, argv + optind) < 0)
-		goto nomem;
-	if (c.a.json) {
-		struct json *j = &c.a.rep.json;
-
-		action_json_totals(&c.a);
-		json_uint(j, "size", c.size);
-		json_uint(j, "pages", c.pages);
-		json_uint(j, "known_files", c.known_files);
-		json_uint(j, "unknown_files", c.unknown_files);
-		json_uint(j, "resident_before", c.before);
-		json_uint(j, "resident_after", c.after);
-		action_json_end(&c.a);
-	} else {
-		text_totals(&c);
+			"   SIZE  BEFORE   AFTER QUALITY PATH\n", argc - optind, argv + optind) < 0) {
+		progress_clear(&c.a.progress);
+		cli_error(NULL, 0, "out of memory");
+		ret = PC_EXIT_FAILED;
+		goto out;
 	}
+	if (c.a.json)
+		json_totals(&c);
+	else
+		text_totals(&c);
 	ret = action_status(&c.a);
-	goto out;
-nomem:
-	progress_clear(&c.a.progress);
-	cli_error(NULL, 0, "out of memory");
-	ret = PC_EXIT_FAILED;
 out:
 	report_free(&c.a.rep);
 	selection_free(&sel);

@@ -37,6 +37,7 @@ struct lock_ctx {
 	uint64_t bytes, pages;       /* what this command locked */
 	sigset_t stop;               /* SIGINT, SIGTERM */
 	bool stopped;
+	const char *pidfile;         /* --pidfile, or NULL */
 };
 
 static const char lock_usage_head[] =
@@ -209,114 +210,122 @@ static int write_pidfile(const char *name)
 	return 0;
 }
 
+static int lock_option(void *ctx, int opt, char *arg)
+{
+	struct lock_ctx *c = ctx;
+
+	if (opt != OPT_PIDFILE)
+		return 0;
+	c->pidfile = arg;
+	return 1;
+}
+
+static const struct action_cli lock_cli = {
+	.options = lock_options,
+	.usage_head = lock_usage_head,
+	.usage_tail = lock_usage_tail,
+	.option = lock_option,
+};
+
+/* Block SIGINT and SIGTERM (one that comes while locking ends the command
+ * once it is safe), learn how much may be locked, and say so. */
+static void lock_begin(struct lock_ctx *c)
+{
+	struct rlimit rl;
+	char lim[32], left[32];
+
+	sigemptyset(&c->stop);
+	sigaddset(&c->stop, SIGINT);
+	sigaddset(&c->stop, SIGTERM);
+	sigprocmask(SIG_BLOCK, &c->stop, NULL);
+
+	c->locked = locked_now();
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) < 0) {
+		rl.rlim_cur = RLIM_INFINITY;
+	}
+	c->unlimited = cap_effective(CAP_IPC_LOCK) || rl.rlim_cur == RLIM_INFINITY;
+	c->limit = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_cur;
+	if (c->unlimited) {
+		printf("lock: no limit on locked memory (%s)\n",
+		       rl.rlim_cur == RLIM_INFINITY ? "RLIMIT_MEMLOCK unlimited" : "CAP_IPC_LOCK");
+	} else {
+		human_bytes(c->limit, lim, sizeof(lim));
+		human_bytes(c->limit > c->locked ? c->limit - c->locked : 0, left, sizeof(left));
+		printf("lock: RLIMIT_MEMLOCK is %s: at most %s more can be locked "
+		       "(no CAP_IPC_LOCK)\n", lim, left);
+	}
+	fflush(stdout);
+}
+
+static void text_totals(const struct lock_ctx *c)
+{
+	char tot[32];
+
+	human_bytes(c->bytes, tot, sizeof(tot));
+	printf("locked: %llu file%s, %s (%llu page%s); %llu error%s; %llu skipped",
+	       (unsigned long long)c->a.files, c->a.files == 1 ? "" : "s", tot,
+	       (unsigned long long)c->pages, c->pages == 1 ? "" : "s",
+	       (unsigned long long)c->a.errors, c->a.errors == 1 ? "" : "s",
+	       (unsigned long long)c->a.skipped);
+	if (c->a.filtered)
+		printf("; %llu over --max-size", (unsigned long long)c->a.filtered);
+	putchar('\n');
+}
+
+/* Write --pidfile, wait for SIGINT or SIGTERM, remove the pidfile; the
+ * exit status. The mappings stay locked until the process exits. */
+static int hold_until_signal(struct lock_ctx *c)
+{
+	int ret, sig;
+
+	if (c->pidfile) {
+		ret = write_pidfile(c->pidfile);
+		if (ret < 0) {
+			cli_error(c->pidfile, strlen(c->pidfile), "%s", strerror(-ret));
+			return PC_EXIT_FAILED;
+		}
+	}
+	printf("lock: holding them until SIGINT or SIGTERM (pid %ld)\n", (long)getpid());
+	fflush(stdout);
+	do {
+		sig = sigwaitinfo(&c->stop, NULL);
+	} while (sig < 0 && errno == EINTR);
+	printf("lock: %s: released\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+	ret = action_status(&c->a);
+	if (c->pidfile)
+		unlink(c->pidfile);
+	return ret;
+}
+
 int cmd_lock(int argc, char **argv)
 {
 	struct lock_ctx c = { 0 };
 	struct selection sel;
 	struct walk *w = NULL;
-	const char *pidfile = NULL;
-	bool pidfile_written = false;
-	struct rlimit rl;
-	char lim[32], tot[32];
-	int opt, ret, sig;
+	int ret;
 
 	selection_init(&sel);
 	c.a.cmd = "lock";
-	optind = 1;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":hqv" SELECTION_SHORT_OPTIONS, lock_options,
-				  NULL)) != -1) {
-		ret = selection_option(&sel, "lock", opt, optarg);
-		if (ret == -ENOMEM)
-			goto nomem;
-		if (ret > 1)
-			goto out;
-		if (ret == 1)
-			continue;
-		switch (opt) {
-		case 'h':
-			printf("%s%s%s", lock_usage_head, selection_help, lock_usage_tail);
-			ret = PC_EXIT_OK;
-			goto out;
-		case 'q': c.a.quiet = true; break;
-		case 'v': c.a.verbose = true; break;
-		case OPT_PIDFILE: pidfile = optarg; break;
-		default:
-			ret = usage_getopt_error("lock", opt, argv);
-			goto out;
-		}
-	}
-	ret = selection_check(&sel, "lock", argc - optind);
-	if (ret)
+	if (!action_options(&c.a, &sel, &lock_cli, &c, argc, argv, &ret))
 		goto out;
 	c.a.max_size = sel.max_size;
 	c.a.rep.mode = OUT_TEXT;
 	progress_init(&c.a.progress, false);
-
-	/* a signal that comes while locking ends the command once it is safe */
-	sigemptyset(&c.stop);
-	sigaddset(&c.stop, SIGINT);
-	sigaddset(&c.stop, SIGTERM);
-	sigprocmask(SIG_BLOCK, &c.stop, NULL);
-
-	c.locked = locked_now();
-	if (getrlimit(RLIMIT_MEMLOCK, &rl) < 0) {
-		rl.rlim_cur = RLIM_INFINITY;
+	lock_begin(&c);
+	if (walk_new(&sel.wo, &lock_walk_ops, &c, &w) < 0 ||
+	    selection_walk(&sel, w, argc - optind, argv + optind) < 0) {
+		cli_error(NULL, 0, "out of memory");
+		ret = PC_EXIT_FAILED;
+		goto out;
 	}
-	c.unlimited = cap_effective(CAP_IPC_LOCK) || rl.rlim_cur == RLIM_INFINITY;
-	c.limit = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_cur;
-	if (c.unlimited) {
-		printf("lock: no limit on locked memory (%s)\n",
-		       rl.rlim_cur == RLIM_INFINITY ? "RLIMIT_MEMLOCK unlimited" : "CAP_IPC_LOCK");
-	} else {
-		human_bytes(c.limit, lim, sizeof(lim));
-		human_bytes(c.limit > c.locked ? c.limit - c.locked : 0, tot, sizeof(tot));
-		printf("lock: RLIMIT_MEMLOCK is %s: at most %s more can be locked "
-		       "(no CAP_IPC_LOCK)\n", lim, tot);
-	}
-	fflush(stdout);
-
-	if (walk_new(&sel.wo, &lock_walk_ops, &c, &w) < 0)
-		goto nomem;
-	if (selection_walk(&sel, w, argc - optind, argv + optind) < 0)
-		goto nomem;
-	human_bytes(c.bytes, tot, sizeof(tot));
-	printf("locked: %llu file%s, %s (%llu page%s); %llu error%s; %llu skipped",
-	       (unsigned long long)c.a.files, c.a.files == 1 ? "" : "s", tot,
-	       (unsigned long long)c.pages, c.pages == 1 ? "" : "s",
-	       (unsigned long long)c.a.errors, c.a.errors == 1 ? "" : "s",
-	       (unsigned long long)c.a.skipped);
-	if (c.a.filtered)
-		printf("; %llu over --max-size", (unsigned long long)c.a.filtered);
-	putchar('\n');
+	text_totals(&c);
 	if (c.stopped || c.pages == 0) {
 		printf("lock: %s\n", c.stopped ? "stopped by a signal" : "nothing to hold");
 		ret = action_status(&c.a);
-		goto out;
+	} else {
+		ret = hold_until_signal(&c);
 	}
-	if (pidfile) {
-		ret = write_pidfile(pidfile);
-		if (ret < 0) {
-			cli_error(pidfile, strlen(pidfile), "%s", strerror(-ret));
-			ret = PC_EXIT_FAILED;
-			goto out;
-		}
-		pidfile_written = true;
-	}
-	printf("lock: holding them until SIGINT or SIGTERM (pid %ld)\n", (long)getpid());
-	fflush(stdout);
-	do {
-		sig = sigwaitinfo(&c.stop, NULL);
-	} while (sig < 0 && errno == EINTR);
-	printf("lock: %s: released\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
-	ret = action_status(&c.a);
-	goto out;
-nomem:
-	cli_error(NULL, 0, "out of memory");
-	ret = PC_EXIT_FAILED;
 out:
-	if (pidfile_written)
-		unlink(pidfile);
 	report_free(&c.a.rep);
 	walk_free(w);
 	selection_free(&sel);

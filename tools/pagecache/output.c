@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The stat report: the text table (paths escaped so each stays on one
- * line), the --map drawing, and the JSON document or NDJSON stream.
+ * The command's output: text with paths escaped so each stays on one
+ * line, the exit status once standard output is flushed, and the stat
+ * report (the text table, the --map drawing, the JSON document or NDJSON
+ * stream).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -120,6 +122,15 @@ void text_write_path(FILE *f, const char *path, size_t len)
 void text_write_message(FILE *f, const char *msg)
 {
 	write_escaped(f, msg, strlen(msg), false);
+}
+
+int stdout_status(int status)
+{
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		cli_error(NULL, 0, "write error on standard output");
+		return PC_EXIT_FAILED;
+	}
+	return status;
 }
 
 
@@ -508,22 +519,25 @@ void report_note(struct report *rep, const char *path, size_t len, const char *w
 		hold(rep, path, len, 0, why);
 }
 
-void report_write_held(struct report *rep)
+/* The held errors (errors) or notes (!errors) as the array key. */
+static void write_held(struct report *rep, const char *key, bool errors)
 {
 	struct json *j = &rep->json;
 
-	json_begin_array(j, "errors");
-	for (size_t i = 0; i < rep->nheld; i++)
-		if (rep->held[i].err)
-			json_msg(j, false, rep->held[i].path, rep->held[i].pathlen,
-				 rep->held[i].err, rep->held[i].text);
+	json_begin_array(j, key);
+	for (size_t i = 0; i < rep->nheld; i++) {
+		const struct held_msg *m = &rep->held[i];
+
+		if ((m->err != 0) == errors)
+			json_msg(j, false, m->path, m->pathlen, m->err, m->text);
+	}
 	json_end_array(j);
-	json_begin_array(j, "skipped");
-	for (size_t i = 0; i < rep->nheld; i++)
-		if (!rep->held[i].err)
-			json_msg(j, false, rep->held[i].path, rep->held[i].pathlen, 0,
-				 rep->held[i].text);
-	json_end_array(j);
+}
+
+void report_write_held(struct report *rep)
+{
+	write_held(rep, "errors", true);
+	write_held(rep, "skipped", false);
 }
 
 static void json_totals(struct report *rep, const struct totals *t)

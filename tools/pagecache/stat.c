@@ -415,148 +415,178 @@ static const struct walk_ops stat_walk_ops = {
 	.discard = on_discard,
 };
 
-int cmd_stat(int argc, char **argv)
-{
-	struct stat_ctx c = { 0 };
-	struct selection sel;
-	struct walk *w = NULL;
-	struct pipeline *pl = NULL;
-	const struct walk_ops *ops = &stat_walk_ops;
-	void *ops_ctx = &c;
-	bool json = false, ndjson = false, bytes = false, pages = false;
-	uint64_t threads = 2;
-	int opt, ret = 0, status, fin;
+/* The options that set no field of stat_ctx. */
+struct stat_args {
+	bool json, ndjson, bytes, pages;
+	uint64_t threads;
+};
 
-	selection_init(&sel);
-	c.res_flags = PC_RES_COUNT_ONLY;
-	c.rep.out = stdout;
+/* One of stat's own options: 1 handled, 0 not one of them, PC_EXIT_USAGE
+ * after a usage message. */
+static int stat_option(struct stat_ctx *c, struct stat_args *o, int opt, const char *arg)
+{
+	uint64_t v;
+
+	switch (opt) {
+	case OPT_JSON: o->json = true; break;
+	case OPT_NDJSON: o->ndjson = true; break;
+	case OPT_BYTES: o->bytes = true; break;
+	case OPT_PAGES: o->pages = true; break;
+	case OPT_STATS: c->stats = true; break;
+	case OPT_MAP: c->rep.map = true; break;
+	case 'q': c->quiet = true; break;
+	case OPT_ALLOW_PERTURB: c->res_flags |= PC_RES_ALLOW_PERTURB; break;
+	case OPT_THREADS:
+		if (parse_uint(arg, 2, &o->threads) < 0 || o->threads == 0)
+			return usage_error("stat", "--threads wants 1 or 2, not '%s'", arg);
+		break;
+	case OPT_TOP:
+		if (parse_uint(arg, SIZE_MAX / sizeof(struct row), &v) < 0 || v == 0)
+			return usage_error("stat", "--top wants a positive number, not '%s'", arg);
+		c->rep.top = v;
+		break;
+	case OPT_SORT:
+		if (strcmp(arg, "name") == 0)
+			c->sort = SORT_NAME;
+		else if (strcmp(arg, "size") == 0)
+			c->sort = SORT_SIZE;
+		else if (strcmp(arg, "resident") == 0)
+			c->sort = SORT_RESIDENT;
+		else if (strcmp(arg, "percent") == 0)
+			c->sort = SORT_PERCENT;
+		else
+			return usage_error("stat", "--sort wants name, size, resident or percent, not '%s'",
+					   arg);
+		break;
+	default:
+		return 0;
+	}
+	return 1;
+}
+
+/* The command line into c, sel and o. true: go on with the paths at
+ * argv[optind]; false: exit with *status. */
+static bool parse_args(struct stat_ctx *c, struct selection *sel, struct stat_args *o,
+		       int argc, char **argv, int *status)
+{
+	int opt, ret;
+
 	optind = 1;
 	opterr = 0; /* our own messages, with the subcommand's name */
 	while ((opt = getopt_long(argc, argv, ":hq" SELECTION_SHORT_OPTIONS, stat_options,
 				  NULL)) != -1) {
-		uint64_t v;
-
-		ret = selection_option(&sel, "stat", opt, optarg);
-		if (ret == -ENOMEM)
-			goto nomem;
-		if (ret > 1)
-			goto out;
-		if (ret == 1) {
-			ret = 0;
-			continue;
-		}
-		switch (opt) {
-		case 'h':
+		if (opt == 'h') {
 			printf("%s%s\n%s", stat_usage_head, selection_help, stat_usage_tail);
-			ret = PC_EXIT_OK;
-			goto out;
-		case OPT_JSON: json = true; break;
-		case OPT_NDJSON: ndjson = true; break;
-		case OPT_BYTES: bytes = true; break;
-		case OPT_PAGES: pages = true; break;
-		case OPT_STATS: c.stats = true; break;
-		case OPT_MAP: c.rep.map = true; break;
-		case 'q': c.quiet = true; break;
-		case OPT_ALLOW_PERTURB: c.res_flags |= PC_RES_ALLOW_PERTURB; break;
-		case OPT_THREADS:
-			if (parse_uint(optarg, 2, &threads) < 0 || threads == 0) {
-				ret = usage_error("stat", "--threads wants 1 or 2, not '%s'", optarg);
-				goto out;
-			}
-			break;
-		case OPT_TOP:
-			if (parse_uint(optarg, SIZE_MAX / sizeof(struct row), &v) < 0 || v == 0) {
-				ret = usage_error("stat", "--top wants a positive number, not '%s'",
-						  optarg);
-				goto out;
-			}
-			c.rep.top = v;
-			break;
-		case OPT_SORT:
-			if (strcmp(optarg, "name") == 0)
-				c.sort = SORT_NAME;
-			else if (strcmp(optarg, "size") == 0)
-				c.sort = SORT_SIZE;
-			else if (strcmp(optarg, "resident") == 0)
-				c.sort = SORT_RESIDENT;
-			else if (strcmp(optarg, "percent") == 0)
-				c.sort = SORT_PERCENT;
-			else {
-				ret = usage_error("stat", "--sort wants name, size, resident or percent, not '%s'",
-						  optarg);
-				goto out;
-			}
-			break;
-		default:
+			*status = PC_EXIT_OK;
+			return false;
+		}
+		ret = selection_option(sel, "stat", opt, optarg);
+		if (ret == 0)
+			ret = stat_option(c, o, opt, optarg);
+		if (ret == 0)
 			ret = usage_getopt_error("stat", opt, argv);
-			goto out;
+		if (ret == -ENOMEM) {
+			cli_error(NULL, 0, "out of memory");
+			*status = PC_EXIT_FAILED;
+			return false;
+		}
+		if (ret > 1) {
+			*status = ret;
+			return false;
 		}
 	}
-	if (json && ndjson) {
-		ret = usage_error("stat", "%s", "--json and --ndjson exclude each other");
-		goto out;
-	}
-	if (bytes && pages) {
-		ret = usage_error("stat", "%s", "--bytes and --pages exclude each other");
-		goto out;
-	}
-	ret = selection_check(&sel, "stat", argc - optind);
-	if (ret)
-		goto out;
-	c.max_size = sel.max_size;
-	if (c.rep.map)
-		c.res_flags &= ~PC_RES_COUNT_ONLY;
-	c.rep.mode = json ? OUT_JSON : ndjson ? OUT_NDJSON : OUT_TEXT;
-	c.rep.unit = bytes ? UNIT_BYTES : pages ? UNIT_PAGES : UNIT_HUMAN;
-	c.rep.stats = c.stats;
-	c.rep.perturb_column = c.res_flags & PC_RES_ALLOW_PERTURB;
-	c.rep.page_size = (uint64_t)pc_page_size();
-	c.rep.width = terminal_width(STDOUT_FILENO);
-	progress_init(&c.progress, !c.quiet && isatty(STDERR_FILENO));
+	if (o->json && o->ndjson)
+		*status = usage_error("stat", "%s", "--json and --ndjson exclude each other");
+	else if (o->bytes && o->pages)
+		*status = usage_error("stat", "%s", "--bytes and --pages exclude each other");
+	else
+		*status = selection_check(sel, "stat", argc - optind);
+	return *status == 0;
+}
+
+/* What the options ask of the report and the measurement. */
+static void setup_report(struct stat_ctx *c, const struct stat_args *o)
+{
+	if (c->rep.map)
+		c->res_flags &= ~PC_RES_COUNT_ONLY;
+	c->rep.mode = o->json ? OUT_JSON : o->ndjson ? OUT_NDJSON : OUT_TEXT;
+	c->rep.unit = o->bytes ? UNIT_BYTES : o->pages ? UNIT_PAGES : UNIT_HUMAN;
+	c->rep.stats = c->stats;
+	c->rep.perturb_column = c->res_flags & PC_RES_ALLOW_PERTURB;
+	c->rep.page_size = (uint64_t)pc_page_size();
+	c->rep.width = terminal_width(STDOUT_FILENO);
+	progress_init(&c->progress, !c->quiet && isatty(STDERR_FILENO));
+}
+
+/* Start the report and measure every path, with threads > 1 on a second
+ * thread too; returns when all is measured. 0 or -ENOMEM. */
+static int walk_all(struct stat_ctx *c, struct selection *sel, uint64_t threads, int npaths,
+		    char **paths)
+{
+	const struct walk_ops *ops = &stat_walk_ops;
+	void *ops_ctx = c;
+	struct pipeline *pl = NULL;
+	struct walk *w = NULL;
+	int ret, fin;
+
 	/* measuring and printing on a second thread while this one walks */
-	if (threads > 1 && pipeline_new(&stat_walk_ops, &c, &pl) == 0) {
+	if (threads > 1 && pipeline_new(&stat_walk_ops, c, &pl) == 0) {
 		ops = &pipeline_walk_ops;
 		ops_ctx = pl;
 	}
-	if (walk_new(&sel.wo, ops, ops_ctx, &w) < 0)
-		goto nomem;
-
-	report_begin(&c.rep);
-	ret = selection_walk(&sel, w, argc - optind, argv + optind);
+	ret = walk_new(&sel->wo, ops, ops_ctx, &w);
+	if (ret == 0) {
+		report_begin(&c->rep);
+		ret = selection_walk(sel, w, npaths, paths);
+	}
 	fin = pipeline_finish(&pl);
-	if (fin < 0)
-		ret = fin;
-	if (ret < 0)
-		goto nomem;
-	progress_clear(&c.progress);
-	if (c.nrows) {
-		if (c.sort == SORT_NONE)
-			g_sort = SORT_RESIDENT; /* --top alone: most resident first */
-		else
-			g_sort = c.sort;
-		qsort(c.rows, c.nrows, sizeof(*c.rows), sort_cmp);
-		for (size_t i = 0; i < c.nrows; i++)
-			report_row(&c.rep, &c.rows[i]);
+	walk_free(w);
+	return ret < 0 ? ret : fin;
+}
+
+/* The rows held for --sort or --top, in their order. */
+static void report_held_rows(struct stat_ctx *c)
+{
+	if (!c->nrows)
+		return;
+	if (c->sort == SORT_NONE)
+		g_sort = SORT_RESIDENT; /* --top alone: most resident first */
+	else
+		g_sort = c->sort;
+	qsort(c->rows, c->nrows, sizeof(*c->rows), sort_cmp);
+	for (size_t i = 0; i < c->nrows; i++)
+		report_row(&c->rep, &c->rows[i]);
+}
+
+int cmd_stat(int argc, char **argv)
+{
+	struct stat_ctx c = { 0 };
+	struct stat_args o = { .threads = 2 };
+	struct selection sel;
+	int ret;
+
+	selection_init(&sel);
+	c.res_flags = PC_RES_COUNT_ONLY;
+	c.rep.out = stdout;
+	if (!parse_args(&c, &sel, &o, argc, argv, &ret))
+		goto out;
+	c.max_size = sel.max_size;
+	setup_report(&c, &o);
+	if (walk_all(&c, &sel, o.threads, argc - optind, argv + optind) < 0) {
+		progress_clear(&c.progress);
+		cli_error(NULL, 0, "out of memory");
+		ret = PC_EXIT_FAILED;
+		goto out;
 	}
+	progress_clear(&c.progress);
+	report_held_rows(&c);
 	report_end(&c.rep, &c.t);
-	status = c.t.errors ? PC_EXIT_FAILED : PC_EXIT_OK;
-	if (fflush(stdout) != 0 || ferror(stdout)) {
-		cli_error(NULL, 0, "write error on standard output");
-		status = PC_EXIT_FAILED;
-	}
-	ret = status;
-	goto out;
-nomem:
-	progress_clear(&c.progress);
-	cli_error(NULL, 0, "out of memory");
-	ret = PC_EXIT_FAILED;
+	ret = stdout_status(c.t.errors ? PC_EXIT_FAILED : PC_EXIT_OK);
 out:
-	pipeline_finish(&pl);
 	for (size_t i = 0; i < c.nrows; i++)
 		row_free(&c.rows[i]);
 	free(c.rows);
 	report_free(&c.rep);
-	walk_free(w);
 	selection_free(&sel);
 	return ret;
 }

@@ -540,10 +540,77 @@ static int reopen(int pathfd, int dirfd, const char *name, bool follow, int flag
 	return fd < 0 ? -errno : fd;
 }
 
+/* The statx of fd (for w->path) into *st and *mnt_id: true when it is a
+ * regular file; else false, with the error or a note of its type
+ * reported and fd closed. */
+static bool stat_regular(struct walk *w, int fd, struct stat *st, uint64_t *mnt_id)
+{
+	int ret = file_statx(fd, st, mnt_id);
+
+	if (ret < 0) {
+		error(w, ret);
+		close(fd);
+		return false;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		note(w, type_note(st->st_mode));
+		close(fd);
+		return false;
+	}
+	return true;
+}
+
+static int visit(struct walk *w, int dirfd, const char *name, unsigned char dtype);
+
+/* An entry of dirfd that is a directory (pathfd: its O_PATH fd, or -1 when
+ * readdir said so): opened, checked and pushed. Closes pathfd. */
+static int visit_dir(struct walk *w, int dirfd, const char *name, int pathfd)
+{
+	struct stat st;
+	int fd;
+
+	if (excluded(w, name)) {
+		if (pathfd >= 0)
+			close(pathfd);
+		return 0;
+	}
+	if (pathfd >= 0) {
+		fd = reopen(pathfd, dirfd, name, w->opts.follow, O_DIRECTORY);
+		close(pathfd);
+	} else {
+		/* no longer a directory (a symlink or anything else
+		 * swapped in since readdir): decide again, on O_PATH */
+		fd = openat(dirfd, name, open_flags() | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0 && (errno == ELOOP || errno == ENOTDIR))
+			return visit(w, dirfd, name, DT_UNKNOWN);
+		fd = fd < 0 ? -errno : fd;
+	}
+	if (fd < 0) {
+		error(w, fd);
+		return 0;
+	}
+	if (fstat(fd, &st) < 0) {
+		error(w, -errno);
+		close(fd);
+		return 0;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		note(w, type_note(st.st_mode));
+		close(fd);
+		return 0;
+	}
+	if (w->opts.one_fs && st.st_dev != w->root_dev) {
+		note(w, "skipped: on another filesystem (-x)");
+		close(fd);
+		return 0;
+	}
+	return push_dir(w, fd, &st);
+}
+
 static int visit(struct walk *w, int dirfd, const char *name, unsigned char dtype)
 {
 	mode_t mode = dtype_mode(dtype);
-	int fd, pathfd = -1, ret;
+	int fd, pathfd = -1;
 	uint64_t mnt_id;
 	struct stat st;
 
@@ -555,44 +622,8 @@ static int visit(struct walk *w, int dirfd, const char *name, unsigned char dtyp
 			return 0;
 		mode = st.st_mode & S_IFMT;
 	}
-	if (mode == S_IFDIR) {
-		if (excluded(w, name)) {
-			if (pathfd >= 0)
-				close(pathfd);
-			return 0;
-		}
-		if (pathfd >= 0) {
-			fd = reopen(pathfd, dirfd, name, w->opts.follow, O_DIRECTORY);
-			close(pathfd);
-		} else {
-			/* no longer a directory (a symlink or anything else
-			 * swapped in since readdir): decide again, on O_PATH */
-			fd = openat(dirfd, name, open_flags() | O_DIRECTORY | O_CLOEXEC);
-			if (fd < 0 && (errno == ELOOP || errno == ENOTDIR))
-				return visit(w, dirfd, name, DT_UNKNOWN);
-			fd = fd < 0 ? -errno : fd;
-		}
-		if (fd < 0) {
-			error(w, fd);
-			return 0;
-		}
-		if (fstat(fd, &st) < 0) {
-			error(w, -errno);
-			close(fd);
-			return 0;
-		}
-		if (!S_ISDIR(st.st_mode)) {
-			note(w, type_note(st.st_mode));
-			close(fd);
-			return 0;
-		}
-		if (w->opts.one_fs && st.st_dev != w->root_dev) {
-			note(w, "skipped: on another filesystem (-x)");
-			close(fd);
-			return 0;
-		}
-		return push_dir(w, fd, &st);
-	}
+	if (mode == S_IFDIR)
+		return visit_dir(w, dirfd, name, pathfd);
 	if (mode != S_IFREG) {
 		if (pathfd >= 0)
 			close(pathfd);
@@ -626,17 +657,8 @@ static int visit(struct walk *w, int dirfd, const char *name, unsigned char dtyp
 	 * unless it is behind */
 	if (w->ops->check && !(w->ops->busy && w->ops->busy(w->ctx)))
 		return measure(w, fd, NULL, 0, false);
-	ret = file_statx(fd, &st, &mnt_id);
-	if (ret < 0) {
-		error(w, ret);
-		close(fd);
+	if (!stat_regular(w, fd, &st, &mnt_id))
 		return 0;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		note(w, type_note(st.st_mode));
-		close(fd);
-		return 0;
-	}
 	return measure(w, fd, &st, mnt_id, false);
 }
 
@@ -732,24 +754,14 @@ int walk_fd(struct walk *w, int fd, const char *path, size_t pathlen)
 {
 	uint64_t mnt_id;
 	struct stat st;
-	int ret;
 
 	w->path.len = 0;
 	if (buf_append(&w->path, path, pathlen) < 0) {
 		close(fd);
 		return -ENOMEM;
 	}
-	ret = file_statx(fd, &st, &mnt_id);
-	if (ret < 0) {
-		error(w, ret);
-		close(fd);
+	if (!stat_regular(w, fd, &st, &mnt_id))
 		return 0;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		note(w, type_note(st.st_mode));
-		close(fd);
-		return 0;
-	}
 	if (!included(w, base_name(w->path.data, w->path.len)) ||
 	    excluded(w, base_name(w->path.data, w->path.len))) {
 		close(fd);

@@ -18,10 +18,9 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
-#include <sys/vfs.h>
 #include <unistd.h>
 
-#include "pc-private.h"
+#include "kernel.h"
 
 #ifndef AT_EMPTY_PATH
 #define AT_EMPTY_PATH 0x1000
@@ -109,7 +108,7 @@ static int mount_idmapped(int fd, const struct stat *st);
 static atomic_long overflow_uid_cache = -1;
 
 /* The overflow uid, read once (the sysctl is set at boot, and this runs
- * for every file), published as lib/detect.c publishes its facts: threads
+ * for every file), published as lib/process.c publishes its facts: threads
  * that race to read it first read the same value. */
 static uid_t overflow_uid_once(void)
 {
@@ -125,11 +124,9 @@ static uid_t overflow_uid_once(void)
 /* 1 if fd's file is on overlayfs, 0 if not, -1 if fstatfs cannot tell. */
 static int on_overlayfs(int fd)
 {
-	struct statfs sfs;
+	unsigned long type;
 
-	if (fstatfs(fd, &sfs) < 0)
-		return -1;
-	return (unsigned long)sfs.f_type == OVERLAYFS_SUPER_MAGIC;
+	return pc_fs_type(fd, &type) < 0 ? -1 : type == OVERLAYFS_SUPER_MAGIC;
 }
 
 /*
@@ -377,7 +374,7 @@ int pc_gate_predict(int fd)
  */
 #define NOT_ASKED 2
 
-static int overlay_asked(int fd, const struct stat *st)
+static int overlay_asked(int fd, const struct stat *st, int (*mincore_mode)(void))
 {
 	long ps = pc_page_size();
 	unsigned char v = 0;
@@ -387,7 +384,7 @@ static int overlay_asked(int fd, const struct stat *st)
 	void *map;
 
 	if (!S_ISREG(st->st_mode) || on_overlayfs(fd) != 1 ||
-	    pc_detect_mincore() != PC_MINCORE_GATED_FAKED || ps <= 0)
+	    mincore_mode() != PC_MINCORE_GATED_FAKED || ps <= 0)
 		return NOT_ASKED;
 	/* past the end and any large folio */
 	page = pc_never_cached_page((uint64_t)st->st_size, (uint64_t)ps);
@@ -424,7 +421,7 @@ static int overlay_asked(int fd, const struct stat *st)
 	return ret;
 }
 
-PC_EXPORT int pc_can_do_mincore(int fd)
+int pc_gate_can_do_mincore(int fd, int (*mincore_mode)(void))
 {
 	struct stat st;
 	int ret;
@@ -434,8 +431,8 @@ PC_EXPORT int pc_can_do_mincore(int fd)
 	ret = mappable_file(fd, &st);
 	if (ret < 0)
 		return ret;
-	if (pc_detect_mincore() == PC_MINCORE_FULL)
+	if (mincore_mode() == PC_MINCORE_FULL)
 		return 1;
-	ret = overlay_asked(fd, &st);
+	ret = overlay_asked(fd, &st, mincore_mode);
 	return ret == NOT_ASKED ? predict(fd, &st) : ret;
 }

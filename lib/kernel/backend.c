@@ -6,9 +6,11 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <liburing.h>
 #include <linux/fs.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,12 +19,10 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
-#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "backend.h"
-#include "pc-private.h"
+#include "kernel.h"
 #include "uring-ring.h"
 #include "valgrind-compat.h"
 
@@ -36,23 +36,6 @@
 /* Files of more pages than this get one mapping for all their mincore
  * windows, instead of one mmap/munmap per window. */
 #define PC_MAP_WHOLE_MIN_PAGES 16384
-
-struct pc_bfile {
-	int fd;
-	int owned;                 /* close fd in close() */
-	struct pc_prober *prober;  /* made on the first probe */
-	void *map;                 /* PROT_NONE mapping of pages [0, map_npages): never touched */
-	uint64_t map_npages;
-	int map_tried;
-	uint64_t mnt_id;           /* unique mount id from k_fstat (statx), 0: unknown */
-	int have_facts;            /* the caller's statx: k_fstat asks no more */
-	mode_t facts_mode;
-	uint64_t facts_size;
-	int fs_known;              /* fs_blind_* below are set */
-	int fs_blind_cachestat;    /* overlayfs: cachestat counts an empty mapping */
-	int fs_blind_mincore;      /* hugetlbfs: no 4 KiB mapping, PTEs only */
-	int fs_holes_uncached;     /* tmpfs: data lives only in the page cache */
-};
 
 static long k_page_size(struct pc_backend *b)
 {
@@ -83,8 +66,7 @@ int pc_kernel_bfile_wrap(int fd, struct pc_bfile **out)
 }
 
 
-/* What a bfile holds, but not the bfile itself. */
-static void k_release(struct pc_bfile *f)
+void pc_kernel_bfile_release(struct pc_bfile *f)
 {
 	pc_prober_free(f->prober);
 	if (f->map)
@@ -98,7 +80,7 @@ static void k_close(struct pc_backend *b, struct pc_bfile *f)
 	(void)b;
 	if (!f)
 		return;
-	k_release(f);
+	pc_kernel_bfile_release(f);
 	free(f);
 }
 
@@ -200,7 +182,7 @@ static __thread unsigned int mnt_cache_next;
 
 static void fs_check(struct pc_bfile *f)
 {
-	struct statfs sfs;
+	unsigned long type;
 	struct mnt_fs *m;
 
 	if (f->fs_known)
@@ -216,14 +198,11 @@ static void fs_check(struct pc_bfile *f)
 			}
 		}
 	}
-	if (fstatfs(f->fd, &sfs) < 0)
+	if (pc_fs_type(f->fd, &type) < 0)
 		return;
-	if ((unsigned long)sfs.f_type == OVERLAYFS_SUPER_MAGIC)
-		f->fs_blind_cachestat = 1;
-	if ((unsigned long)sfs.f_type == HUGETLBFS_MAGIC)
-		f->fs_blind_mincore = 1;
-	if ((unsigned long)sfs.f_type == TMPFS_MAGIC)
-		f->fs_holes_uncached = 1;
+	f->fs_blind_cachestat = type == OVERLAYFS_SUPER_MAGIC;
+	f->fs_blind_mincore = type == HUGETLBFS_MAGIC;
+	f->fs_holes_uncached = type == TMPFS_MAGIC;
 	if (!f->mnt_id)
 		return;
 	m = &mnt_cache[mnt_cache_next++ % PC_MNT_CACHE];
@@ -347,85 +326,6 @@ static int k_gate_predict(struct pc_backend *b, struct pc_bfile *f)
 {
 	(void)b;
 	return pc_gate_predict(f->fd);
-}
-
-static int k_modes(struct pc_backend *b, struct pc_modes *out)
-{
-	(void)b;
-	/* A detector that failed (no system file, no memfd) knows nothing:
-	 * UNKNOWN makes the strategy rely on per-file probes alone. */
-	out->mincore = pc_detect_mincore();
-	if (out->mincore < 0)
-		out->mincore = PC_MINCORE_UNKNOWN;
-	out->cachestat = pc_detect_cachestat();
-	if (out->cachestat < 0)
-		out->cachestat = PC_CACHESTAT_UNKNOWN;
-	return 0;
-}
-
-/* The NOWAIT mode learned in the directory that f's name leads to (a
- * scratch file there only), or PC_NOWAIT_UNKNOWN. */
-static int nowait_own_dir(struct pc_bfile *f, dev_t dev)
-{
-	char link[64], path[PATH_MAX];
-	struct stat st;
-	ssize_t len;
-	char *slash;
-	int dirfd, mode;
-
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", f->fd);
-	len = readlink(link, path, sizeof(path) - 1);
-	if (len <= 0 || path[0] != '/')
-		return PC_NOWAIT_UNKNOWN;
-	path[len] = '\0';
-	slash = strrchr(path, '/');
-	if (slash == path)
-		slash[1] = '\0';
-	else
-		*slash = '\0';
-	dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dirfd < 0) {
-		mode = pc_neg_errno();
-		return pc_err_is_resource(mode) ? mode : PC_NOWAIT_UNKNOWN;
-	}
-	/* scratch file only: reading a cold page of someone else's file would
-	 * perturb the cache the caller did not let us touch; a name renamed
-	 * across filesystems teaches nothing */
-	if (fstat(dirfd, &st) == 0 && st.st_dev == dev)
-		mode = pc_nowait_for_dir(dirfd, 0);
-	else
-		mode = PC_NOWAIT_UNKNOWN;
-	close(dirfd);
-	return mode;
-}
-
-static int k_nowait_mode(struct pc_backend *b, struct pc_bfile *f)
-{
-	struct stat st;
-	long fstype;
-	int mode;
-
-	(void)b;
-	if (fstat(f->fd, &st) < 0)
-		return pc_neg_errno();
-	/* A block device's page cache is its own, not that of the filesystem
-	 * holding its node (devtmpfs answers EOPNOTSUPP; the device does not),
-	 * and there is nowhere to write a scratch file on it: unknown. */
-	if (S_ISBLK(st.st_mode))
-		return PC_NOWAIT_UNKNOWN;
-	if (pc_fs_key(f->fd, &st.st_dev, &fstype) < 0)
-		return PC_NOWAIT_UNKNOWN;
-	mode = pc_nowait_cached(st.st_dev, fstype);
-	if (mode >= 0)
-		return mode;
-	mode = nowait_own_dir(f, st.st_dev);
-	/* nothing to learn there (a directory the caller may not write):
-	 * what a miss does is the kernel's, learned elsewhere */
-	if (mode == PC_NOWAIT_UNKNOWN)
-		mode = pc_nowait_borrowed(fstype, NULL, 0);
-	if (pc_err_is_resource(mode))
-		return mode; /* short of memory or descriptors: not a fact to act on */
-	return mode < 0 ? PC_NOWAIT_UNKNOWN : mode;
 }
 
 static int k_scratch_new(struct pc_backend *b, int dirfd, uint64_t npages, struct pc_bfile **out)
@@ -636,60 +536,7 @@ static void k_pause_ms(struct pc_backend *b, unsigned int ms)
 		;
 }
 
-/*
- * Whether this process may use a ring for RWF_NOWAIT reads. The read goes
- * to a pipe holding one byte, never to a file: whether a filesystem takes
- * RWF_NOWAIT is its own fact (pc_detect_nowait()), and the probe once read
- * libc's first page, which an initramfs (tmpfs or ramfs: -EOPNOTSUPP
- * before 6.6) or a static program has no answer for. The ring works when
- * the read completes with the byte, or with -EAGAIN or -EOPNOTSUPP (a
- * kernel whose pipes refuse RWF_NOWAIT: the opcode and the flag were
- * understood). A ring that cannot be set up (ENOSYS, EPERM under
- * kernel.io_uring_disabled or a seccomp filter) or that refuses the read
- * (-EINVAL: no IORING_OP_READ before 5.6) does not. Short of memory or
- * descriptors: an error, so that it is not remembered.
- */
-int pc_kernel_io_uring_works(void)
-{
-	struct io_uring_cqe *cqe;
-	struct io_uring_sqe *sqe;
-	struct io_uring ring;
-	int works = 0, ret, pfd[2];
-	char byte = 'x';
-
-	if (pipe2(pfd, O_CLOEXEC) < 0) {
-		ret = pc_neg_errno();
-		return pc_err_is_resource(ret) ? ret : 0;
-	}
-	if (write(pfd[1], &byte, 1) != 1) {
-		ret = pc_neg_errno();
-		goto out_pipe;
-	}
-	ret = io_uring_queue_init(2, &ring, 0);
-	if (ret < 0)
-		goto out_pipe;
-	sqe = io_uring_get_sqe(&ring);
-	if (sqe) {
-		/* offset -1: the pipe's own position (a pipe has no other) */
-		pc_uring_sqe_read_nowait(sqe, pfd[0], &byte, 1, (uint64_t)-1);
-		if (io_uring_submit_and_wait(&ring, 1) == 1 && io_uring_peek_cqe(&ring, &cqe) == 0) {
-			int res = pc_uring_cqe_res(cqe);
-
-			works = res == 1 || res == -EAGAIN || res == -EOPNOTSUPP;
-			io_uring_cqe_seen(&ring, cqe);
-		}
-	}
-	io_uring_queue_exit(&ring);
-	ret = 0;
-out_pipe:
-	close(pfd[0]);
-	close(pfd[1]);
-	if (ret < 0)
-		return pc_err_is_resource(ret) ? ret : 0;
-	return works;
-}
-
-static const struct pc_backend_ops kernel_ops = {
+const struct pc_backend_ops pc_kernel_ops = {
 	.page_size = k_page_size,
 	.fstat = k_fstat,
 	.mincore = k_mincore,
@@ -698,8 +545,6 @@ static const struct pc_backend_ops kernel_ops = {
 	.probe = k_probe,
 	.reopen_random = k_reopen_random,
 	.gate_predict = k_gate_predict,
-	.modes = k_modes,
-	.nowait_mode = k_nowait_mode,
 	.close = k_close,
 	.scratch_new = k_scratch_new,
 	.write_page = k_write_page,
@@ -710,30 +555,3 @@ static const struct pc_backend_ops kernel_ops = {
 	.as_nobody = k_as_nobody,
 	.pause_ms = k_pause_ms,
 };
-
-static struct pc_backend kernel_backend = { .ops = &kernel_ops, .ctx = NULL };
-
-struct pc_backend *pc_kernel_backend(void)
-{
-	return &kernel_backend;
-}
-
-int pc_kernel_residency(int fd, const struct pc_file_facts *facts, uint64_t offset,
-			uint64_t length, unsigned int flags, struct pc_residency **out)
-{
-	/* on the stack: nothing to allocate for the caller's own fd */
-	struct pc_bfile f = { .fd = fd };
-	int ret;
-
-	if (fd < 0)
-		return -EBADF;
-	if (facts) {
-		f.have_facts = 1;
-		f.facts_mode = (mode_t)facts->mode;
-		f.facts_size = facts->file_size;
-		f.mnt_id = facts->mnt_id;
-	}
-	ret = pc_residency_on(&kernel_backend, &f, offset, length, flags, out);
-	k_release(&f);
-	return ret;
-}

@@ -362,7 +362,7 @@ static int answer_by_probe(struct scan *s, unsigned int flags)
 	struct pc_bfile *pf;
 	int nowait, destructive, source = PC_SOURCE_NONE, ret;
 
-	nowait = s->b->ops->nowait_mode(s->b, s->f);
+	nowait = s->b->facts->nowait_mode(s->b, s->f);
 	if (pc_err_is_resource(nowait))
 		return nowait;
 	if (nowait < 0)
@@ -565,7 +565,7 @@ int pc_residency_on(struct pc_backend *b, struct pc_bfile *f, uint64_t offset, u
 		r->source = PC_SOURCE_NONE;
 		ret = 0;
 	} else {
-		ret = b->ops->modes(b, &m);
+		ret = b->facts ? b->facts->modes(b, &m) : -EINVAL;
 		if (ret == 0)
 			ret = scan(&s, flags, &m);
 	}
@@ -580,28 +580,6 @@ int pc_residency_on(struct pc_backend *b, struct pc_bfile *f, uint64_t offset, u
 	}
 	*out = r;
 	return 0;
-}
-
-PC_EXPORT int pc_residency(int fd, uint64_t offset, uint64_t length, unsigned int flags,
-			   struct pc_residency **out)
-{
-	if (!out)
-		return -EINVAL;
-	return pc_kernel_residency(fd, NULL, offset, length, flags, out);
-}
-
-PC_EXPORT int pc_residency_facts(int fd, const struct pc_file_facts *facts, uint64_t offset,
-				 uint64_t length, unsigned int flags, struct pc_residency **out)
-{
-	struct pc_file_facts fx;
-	int ret;
-
-	if (!out || !facts)
-		return -EINVAL;
-	ret = pc_opts_copy(&fx, sizeof(fx), facts, facts->size);
-	if (ret < 0)
-		return ret;
-	return pc_kernel_residency(fd, &fx, offset, length, flags, out);
 }
 
 PC_EXPORT void pc_residency_free(struct pc_residency *r)

@@ -4,13 +4,15 @@
  * io_uring, or preadv2 when io_uring is unavailable (doc/kernels.md sections 2, 4).
  */
 #include <fcntl.h>
+#include <limits.h>
+#include <stdatomic.h>
 #include <liburing.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "pc-private.h"
+#include "kernel.h"
 #include "uring-ring.h"
 #include "valgrind-compat.h"
 
@@ -24,6 +26,77 @@ struct pc_prober {
 	struct io_uring ring;
 	char *sink;                 /* one byte per slot: where the reads land */
 };
+
+/*
+ * Whether this process may use a ring for RWF_NOWAIT reads. The read goes
+ * to a pipe holding one byte, never to a file: whether a filesystem takes
+ * RWF_NOWAIT is its own fact (pc_detect_nowait()), and the probe once read
+ * libc's first page, which an initramfs (tmpfs or ramfs: -EOPNOTSUPP
+ * before 6.6) or a static program has no answer for. The ring works when
+ * the read completes with the byte, or with -EAGAIN or -EOPNOTSUPP (a
+ * kernel whose pipes refuse RWF_NOWAIT: the opcode and the flag were
+ * understood). A ring that cannot be set up (ENOSYS, EPERM under
+ * kernel.io_uring_disabled or a seccomp filter) or that refuses the read
+ * (-EINVAL: no IORING_OP_READ before 5.6) does not. Short of memory or
+ * descriptors: an error, so that it is not remembered.
+ */
+int pc_kernel_io_uring_works(void)
+{
+	struct io_uring_cqe *cqe;
+	struct io_uring_sqe *sqe;
+	struct io_uring ring;
+	int works = 0, ret, pfd[2];
+	char byte = 'x';
+
+	if (pipe2(pfd, O_CLOEXEC) < 0) {
+		ret = pc_neg_errno();
+		return pc_err_is_resource(ret) ? ret : 0;
+	}
+	if (write(pfd[1], &byte, 1) != 1) {
+		ret = pc_neg_errno();
+		goto out_pipe;
+	}
+	ret = io_uring_queue_init(2, &ring, 0);
+	if (ret < 0)
+		goto out_pipe;
+	sqe = io_uring_get_sqe(&ring);
+	if (sqe) {
+		/* offset -1: the pipe's own position (a pipe has no other) */
+		pc_uring_sqe_read_nowait(sqe, pfd[0], &byte, 1, (uint64_t)-1);
+		if (io_uring_submit_and_wait(&ring, 1) == 1 && io_uring_peek_cqe(&ring, &cqe) == 0) {
+			int res = pc_uring_cqe_res(cqe);
+
+			works = res == 1 || res == -EAGAIN || res == -EOPNOTSUPP;
+			io_uring_cqe_seen(&ring, cqe);
+		}
+	}
+	io_uring_queue_exit(&ring);
+	ret = 0;
+out_pipe:
+	close(pfd[0]);
+	close(pfd[1]);
+	if (ret < 0)
+		return pc_err_is_resource(ret) ? ret : 0;
+	return works;
+}
+
+/* pc_kernel_io_uring_works(), found once: the prober below needs it for
+ * every new ring, and nothing above the kernel layer may be asked. An
+ * error (short of memory or descriptors) is returned, not kept. */
+#define PC_NOT_KNOWN INT_MIN
+static atomic_int io_uring_known = PC_NOT_KNOWN;
+
+int pc_kernel_io_uring(void)
+{
+	int works = atomic_load_explicit(&io_uring_known, memory_order_acquire);
+
+	if (works != PC_NOT_KNOWN)
+		return works;
+	works = pc_kernel_io_uring_works();
+	if (works >= 0)
+		atomic_store_explicit(&io_uring_known, works, memory_order_release);
+	return works;
+}
 
 PC_EXPORT int pc_prober_new(unsigned int queue_depth, struct pc_prober **out)
 {
@@ -46,7 +119,7 @@ PC_EXPORT int pc_prober_new(unsigned int queue_depth, struct pc_prober **out)
 	/* Disabled io_uring (sysctl, seccomp, gVisor) fails here: use preadv2.
 	 * Lack of memory or descriptors is the caller's to know: no silent
 	 * switch to the other source. */
-	ret = pc_detect_io_uring();
+	ret = pc_kernel_io_uring();
 	if (ret == 1)
 		ret = io_uring_queue_init(queue_depth, &p->ring, 0);
 	else if (ret == 0)
