@@ -17,6 +17,14 @@ int pc_fs_type(int fd, unsigned long *type)
 }
 
 /* The filesystem key of an open fd: 0, or -errno. */
+int pc_on_overlayfs(int fd)
+{
+	unsigned long type;
+
+	return pc_fs_type(fd, &type) < 0 ? -1 : type == OVERLAYFS_SUPER_MAGIC;
+}
+
+/* The filesystem key of an open fd: 0, or -errno. */
 int pc_fs_key(int fd, dev_t *dev, long *fstype)
 {
 	unsigned long type;

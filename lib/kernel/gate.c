@@ -46,8 +46,7 @@ static uid_t current_fsuid(void)
 	return (uid_t)setfsuid((uid_t)-1);
 }
 
-/* Whether the calling thread has cap in its effective set. */
-static int has_effective_cap(int cap)
+int pc_cap_effective(int cap)
 {
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
 	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
@@ -121,14 +120,6 @@ static uid_t overflow_uid_once(void)
 	return (uid_t)id;
 }
 
-/* 1 if fd's file is on overlayfs, 0 if not, -1 if fstatfs cannot tell. */
-static int on_overlayfs(int fd)
-{
-	unsigned long type;
-
-	return pc_fs_type(fd, &type) < 0 ? -1 : type == OVERLAYFS_SUPER_MAGIC;
-}
-
 /*
  * Whether fstat's uid is the file's owner as the gate sees it. An idmapped
  * mount shows an owner its idmap does not map as the overflow id, and the
@@ -148,7 +139,7 @@ static int owner_known(int fd, const struct stat *st)
 {
 	if (st->st_uid != overflow_uid_once())
 		return 1;
-	if (on_overlayfs(fd) != 0)
+	if (pc_on_overlayfs(fd) != 0)
 		return 0;
 	return mount_idmapped(fd, st) == 0;
 }
@@ -171,7 +162,7 @@ static int owner_passes(int fd, const struct stat *st)
  * faccessat evaluates. */
 static int fowner_passes(int fd, const struct stat *st)
 {
-	if (!has_effective_cap(CAP_FOWNER))
+	if (!pc_cap_effective(CAP_FOWNER))
 		return 0;
 	return id_classify(UID_MAP, OVERFLOW_UID, st->st_uid) == ID_MAPPED &&
 	       owner_known(fd, st);
@@ -383,7 +374,7 @@ static int overlay_asked(int fd, const struct stat *st, int (*mincore_mode)(void
 	int ret, rfd = -1, flags;
 	void *map;
 
-	if (!S_ISREG(st->st_mode) || on_overlayfs(fd) != 1 ||
+	if (!S_ISREG(st->st_mode) || pc_on_overlayfs(fd) != 1 ||
 	    mincore_mode() != PC_MINCORE_GATED_FAKED || ps <= 0)
 		return NOT_ASKED;
 	/* past the end and any large folio */

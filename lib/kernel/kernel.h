@@ -50,6 +50,11 @@ int pc_kernel_io_uring(void);
 /* statfs's f_type of fd's filesystem (its magic number) into *type: 0, or
  * -errno (fs.c). */
 int pc_fs_type(int fd, unsigned long *type);
+/* 1 if fd's file is on overlayfs, 0 if not, -1 if fstatfs cannot tell. */
+int pc_on_overlayfs(int fd);
+/* Whether the calling thread has capability cap in its effective set:
+ * 1 or 0 (0 too when capget fails) (gate.c). */
+int pc_cap_effective(int cap);
 /* The key NOWAIT results are remembered by: device and filesystem type
  * (fs.c). 0, or -errno. */
 int pc_fs_key(int fd, dev_t *dev, long *fstype);

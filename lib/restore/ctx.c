@@ -15,10 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <linux/capability.h>
 #include <sys/resource.h>
-#include <sys/statfs.h>
-#include <sys/syscall.h>
 
 #include "restore-private.h"
 
@@ -64,26 +61,6 @@ void rs_event(struct restore *c, int reason, const char *path, int error, uint64
 
 	if (c->o.event)
 		c->o.event(&ev, c->o.arg);
-}
-
-int rs_on_overlayfs(int fd)
-{
-	struct statfs sfs;
-
-	if (fstatfs(fd, &sfs) < 0)
-		return -1;
-	return (unsigned long)sfs.f_type == OVERLAYFS_SUPER_MAGIC;
-}
-
-bool rs_cap_fowner(void)
-{
-	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
-
-	memset(data, 0, sizeof(data));
-	if (syscall(SYS_capget, &hdr, data) < 0)
-		return false;
-	return (data[CAP_FOWNER / 32].effective >> (CAP_FOWNER % 32)) & 1;
 }
 
 /* The fds kept: as many as RLIMIT_NOFILE allows (the caller may raise it)

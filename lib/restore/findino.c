@@ -93,7 +93,7 @@ struct level {
  * overlayfs, or where fstatfs cannot tell. */
 static bool stat_files(int fd)
 {
-	return rs_on_overlayfs(fd) != 0;
+	return pc_on_overlayfs(fd) != 0;
 }
 
 /* Whether st is one of the directories being read (a loop). */

@@ -6,6 +6,7 @@
  * final measure.
  */
 #include <errno.h>
+#include <linux/capability.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
@@ -51,7 +52,7 @@ bool rs_mincore_truthful_everywhere(void)
 		return true;
 	if (mode != PC_MINCORE_GATED_FAKED && mode != PC_MINCORE_GATED_MAPPED)
 		return false;
-	return rs_cap_fowner() && initial_user_ns();
+	return pc_cap_effective(CAP_FOWNER) && initial_user_ns();
 }
 
 /* The id the kernel shows for ids without a mapping (65534 unless changed). */

@@ -122,7 +122,7 @@ static void memo_set(struct restore *c, size_t file, uint64_t page)
  * overlayfs (it counts the overlay inode's own, empty, mapping there). */
 static bool cachestat_counts(const struct restore *c, int fd)
 {
-	return c->cachestat_ok && rs_on_overlayfs(fd) == 0;
+	return c->cachestat_ok && pc_on_overlayfs(fd) == 0;
 }
 
 /*

@@ -18,7 +18,7 @@
  *   log.c       the log of wanted runs (a memfd) for the final measure
  *   ctx.c       the clock, the stop, the source, events, kept fds, file
  *               states, the files missing from their path
- *   findino.c (ctx.c's rs_on_overlayfs()), beneath.c, diskaddr.c,
+ *   findino.c, beneath.c, diskaddr.c,
  *   membudget.c, outfile.c, source.c  on their own
  */
 #ifndef PC_RESTORE_PRIVATE_H
@@ -29,7 +29,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-#include "../pc-private.h"
+#include "../kernel/kernel.h"
 #include "beneath.h"
 
 #define BATCH_RUNS 4096
@@ -198,9 +198,6 @@ void rs_note_cancel(struct restore *c);
 int rs_next_file(struct restore *c, const struct pc_restore_file **f);
 int rs_next_run(struct restore *c, struct pc_run *run);
 void rs_event(struct restore *c, int reason, const char *path, int error, uint64_t index);
-int rs_on_overlayfs(int fd);
-/* Whether the calling thread has CAP_FOWNER in its effective set. */
-bool rs_cap_fowner(void);
 
 /* account.c (the kept fds: ctx.c) */
 void rs_watch_free(struct restore *c);

@@ -250,7 +250,7 @@ static int run(struct restore *c)
 	 * mount and, for a metacopy file, another inode than fstat shows (its
 	 * data below): pc_can_do_mincore() asks the kernel file by file */
 	c->mincore_everywhere = rs_mincore_truthful_everywhere() &&
-		rs_on_overlayfs(c->bn.rootfd) == 0;
+		pc_on_overlayfs(c->bn.rootfd) == 0;
 	c->overflow_uid = rs_overflow_uid();
 	c->start = rs_now();
 	rs_choose_order(c);
