@@ -21,14 +21,11 @@ struct snapsrc {
 	off_t start;               /* where the input started, when seekable */
 	enum snap_format fmt;
 	bool auto_fmt;             /* no --format: detected (from a pipe: native) */
-	struct pc_snapshot_reader *rd;
+	struct pc_snapshot_source *ns; /* native: the library's source */
+	struct pc_restore_source cb;   /* ... and its callbacks */
 	struct hc_reader *hc;
 	struct snap_file file;
 	struct pc_restore_file rfile; /* file, as snapsrc_source() hands it out */
-	/* native: page size conversion */
-	uint64_t snap_ps, ps;
-	struct pc_run pending;
-	bool has_pending;
 	int err;
 };
 
@@ -45,20 +42,33 @@ int snap_parse_format(const char *s, bool allow_auto, enum snap_format *out)
 	return 0;
 }
 
+/* The native snapshot's reader, NULL for happycache's. */
+static struct pc_snapshot_reader *native(const struct snapsrc *s)
+{
+	return s->ns ? pc_snapshot_source_reader(s->ns) : NULL;
+}
+
 static int make_reader(struct snapsrc *s)
 {
+	int ret;
+
 	if (s->fmt == SNAP_HAPPYCACHE)
 		return hc_reader_new(s->fd, &s->hc);
-	return pc_snapshot_reader_new(s->fd, &s->rd);
+	/* the library's source: its runs come in this machine's pages */
+	ret = pc_snapshot_source_new(s->fd, &s->ns);
+	if (ret < 0)
+		return ret;
+	s->cb.size = sizeof(s->cb);
+	pc_snapshot_source_get(s->ns, &s->cb);
+	return pc_snapshot_read_header(native(s));
 }
 
 static void drop_reader(struct snapsrc *s)
 {
-	pc_snapshot_reader_free(s->rd);
+	pc_snapshot_source_free(s->ns);
 	hc_reader_free(s->hc);
-	s->rd = NULL;
+	s->ns = NULL;
 	s->hc = NULL;
-	s->has_pending = false;
 	s->err = 0;
 }
 
@@ -89,7 +99,6 @@ int snapsrc_open(const char *name, enum snap_format fmt, struct snapsrc **out)
 		return -ENOMEM;
 	}
 	s->name = name;
-	s->ps = (uint64_t)pc_page_size();
 	if (strcmp(name, "-") == 0) {
 		s->fd = STDIN_FILENO;
 	} else {
@@ -122,14 +131,11 @@ int snapsrc_open(const char *name, enum snap_format fmt, struct snapsrc **out)
 	}
 	s->fmt = fmt;
 	ret = make_reader(s);
-	if (ret == 0 && fmt == SNAP_NATIVE) {
-		ret = pc_snapshot_read_header(s->rd);
-		if (ret < 0) {
-			snapsrc_report(s, ret);
-			snapsrc_free(s);
-			return ret;
-		}
-		s->snap_ps = pc_snapshot_reader_page_size(s->rd);
+	if (ret < 0 && native(s)) {
+		/* the header: the snapshot's fault, at its offset */
+		snapsrc_report(s, ret);
+		snapsrc_free(s);
+		return ret;
 	}
 	if (ret < 0) {
 		cli_error(name, strlen(name), "%s", strerror(-ret));
@@ -157,7 +163,7 @@ enum snap_format snapsrc_format(const struct snapsrc *s)
 
 const char *snapsrc_root(const struct snapsrc *s)
 {
-	return s->rd ? pc_snapshot_reader_root(s->rd) : "";
+	return native(s) ? pc_snapshot_reader_root(native(s)) : "";
 }
 
 int snapsrc_failed(const struct snapsrc *s)
@@ -170,9 +176,9 @@ void snapsrc_report(const struct snapsrc *s, int err)
 	const char *msg = NULL;
 	uint64_t off = 0;
 
-	if (s->rd) {
-		msg = pc_snapshot_reader_error(s->rd);
-		off = pc_snapshot_reader_error_offset(s->rd);
+	if (native(s)) {
+		msg = pc_snapshot_reader_error(native(s));
+		off = pc_snapshot_reader_error_offset(native(s));
 	} else if (s->hc) {
 		msg = hc_reader_error(s->hc, &off);
 	}
@@ -205,7 +211,6 @@ int snapsrc_next_file(struct snapsrc *s, const struct snap_file **f)
 
 	if (s->err)
 		return s->err;
-	s->has_pending = false;
 	memset(&s->file, 0, sizeof(s->file));
 	if (s->fmt == SNAP_HAPPYCACHE) {
 		const char *path;
@@ -222,60 +227,21 @@ int snapsrc_next_file(struct snapsrc *s, const struct snap_file **f)
 		s->file.path = path;
 		s->file.quality = PC_QUALITY_EXACT;
 	} else {
-		const struct pc_snapshot_file *sf;
+		const struct pc_restore_file *rf;
 
-		ret = pc_snapshot_next_file(s->rd, &sf);
+		ret = s->cb.next_file(s->cb.arg, &rf);
 		if (ret <= 0)
 			return s->err = ret;
-		s->file.path = sf->path;
-		s->file.identity = true;
-		s->file.size = sf->file_size;
-		s->file.mtime_ns = sf->mtime_ns;
-		s->file.dev = sf->dev;
-		s->file.ino = sf->ino;
-		s->file.quality = sf->quality;
-		s->file.npages = sf->npages;
+		s->file.path = rf->path;
+		s->file.identity = rf->identity;
+		s->file.size = rf->file_size;
+		s->file.mtime_ns = rf->mtime_ns;
+		s->file.dev = rf->dev;
+		s->file.ino = rf->ino;
+		s->file.quality = rf->quality;
+		s->file.npages = rf->npages;
 	}
 	*f = &s->file;
-	return 1;
-}
-
-/* The native snapshot's runs in this machine's pages: a run covers every
- * page that holds any of its bytes; runs that meet merge. */
-static int native_run(struct snapsrc *s, struct pc_run *run)
-{
-	struct pc_run r;
-	int ret;
-
-	if (s->snap_ps == s->ps)
-		return pc_snapshot_next_run(s->rd, run);
-	for (;;) {
-		uint64_t start, end;
-
-		ret = pc_snapshot_next_run(s->rd, &r);
-		if (ret < 0)
-			return ret;
-		if (ret == 0)
-			break;
-		/* the reader keeps (page + npages) * page_size within int64_t */
-		start = r.page * s->snap_ps / s->ps;
-		end = ((r.page + r.npages) * s->snap_ps + s->ps - 1) / s->ps;
-		if (s->has_pending && start <= s->pending.page + s->pending.npages) {
-			s->pending.npages = end - s->pending.page;
-			continue;
-		}
-		if (s->has_pending) {
-			*run = s->pending;
-			s->pending = (struct pc_run){ start, end - start };
-			return 1;
-		}
-		s->pending = (struct pc_run){ start, end - start };
-		s->has_pending = true;
-	}
-	if (!s->has_pending)
-		return 0;
-	*run = s->pending;
-	s->has_pending = false;
 	return 1;
 }
 
@@ -285,7 +251,7 @@ int snapsrc_next_run(struct snapsrc *s, struct pc_run *run)
 
 	if (s->err)
 		return s->err;
-	ret = s->fmt == SNAP_HAPPYCACHE ? hc_next_run(s->hc, run) : native_run(s, run);
+	ret = s->fmt == SNAP_HAPPYCACHE ? hc_next_run(s->hc, run) : s->cb.next_run(s->cb.arg, run);
 	if (ret < 0)
 		s->err = ret;
 	return ret;
@@ -312,17 +278,12 @@ int snapsrc_validate(struct snapsrc *s)
 
 int snapsrc_rewind(struct snapsrc *s)
 {
-	int ret;
-
 	if (s->start < 0)
 		return -ESPIPE;
 	drop_reader(s);
 	if (lseek(s->fd, s->start, SEEK_SET) < 0)
 		return -errno;
-	ret = make_reader(s);
-	if (ret == 0 && s->fmt == SNAP_NATIVE)
-		ret = pc_snapshot_read_header(s->rd);
-	return ret;
+	return make_reader(s);
 }
 
 /* ---- as pc_restore() reads it ---- */
