@@ -227,7 +227,7 @@ int snapsrc_next_file(struct snapsrc *s, const struct snap_file **f)
 		s->file.path = path;
 		s->file.quality = PC_QUALITY_EXACT;
 	} else {
-		const struct pc_restore_file *rf;
+		const struct pc_restore_file *rf = NULL;
 
 		ret = s->cb.next_file(s->cb.arg, &rf);
 		if (ret <= 0)
@@ -291,7 +291,7 @@ int snapsrc_rewind(struct snapsrc *s)
 static int src_next_file(void *arg, const struct pc_restore_file **out)
 {
 	struct snapsrc *s = arg;
-	const struct snap_file *f;
+	const struct snap_file *f = NULL;
 	int ret = snapsrc_next_file(s, &f);
 
 	if (ret <= 0)
