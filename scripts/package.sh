@@ -150,7 +150,10 @@ while read -r path; do
 	fi
 done <"$work/paths" >"$work/before"
 installed=1
-if DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+# unsafe-io: dpkg without its fsyncs (half the time here); the packages
+# are purged again minutes later
+apt_opts=(-y -q -o Dpkg::Options::=--force-unsafe-io)
+if DEBIAN_FRONTEND=noninteractive apt-get install "${apt_opts[@]}" --no-install-recommends \
 	"${debs[@]}" >"$out/install.log" 2>&1; then
 	pass install
 else
@@ -244,7 +247,7 @@ else
 fi
 
 # ---- remove ------------------------------------------------------------------
-if DEBIAN_FRONTEND=noninteractive apt-get purge -y -q "${packages[@]}" >"$out/remove.log" 2>&1; then
+if DEBIAN_FRONTEND=noninteractive apt-get purge "${apt_opts[@]}" "${packages[@]}" >"$out/remove.log" 2>&1; then
 	installed=0
 	left=()
 	while read -r path; do
