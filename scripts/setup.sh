@@ -25,6 +25,8 @@ PC_PACKAGES=(
 	clang libclang-rt-14-dev             # fuzz stage: -fsanitize=fuzzer needs libclang_rt.fuzzer
 	time                                 # GNU time: peak RSS in bench-scale.sh
 	qemu-system-x86 busybox-static cpio # kernel-6.1 stage: tests/vm/run.sh boots Debian's 6.1
+	build-essential dpkg-dev debhelper  # package stage: dpkg-buildpackage (scripts/package.sh)
+	lintian                             # package stage: lintian on the packages
 )
 
 PC_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

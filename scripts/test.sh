@@ -21,6 +21,15 @@
 #             fuzz/corpus/<target> (the tree's corpus
 #             never grows here); a crash, leak or timeout fails the stage
 #             and its input is printed (path and hexdump)
+#   release   build-release-gcc/ and build-release-clang/ with
+#             -Dbuildtype=release -Dtests=disabled (the optimizer's
+#             warnings, as errors): built, not tested; a "test" per compiler
+#   package   scripts/package.sh --check: the Debian packages built (with
+#             DEB_BUILD_OPTIONS="nocheck noautodbgsym": the other stages
+#             run the suite),
+#             lintian, installed, the examples built against them and run,
+#             /usr/bin/pagecache run, the packages purged with nothing left;
+#             one "test" per step
 # --quick runs the plain stage only. All stages run even when one fails.
 #
 # After each stage every skip is listed: tests meson reports as SKIP and the
@@ -376,6 +385,75 @@ run_fuzz_stage() {
 
 if ((!quick)); then
 	run_fuzz_stage
+fi
+
+# record_stage NAME RESULT START PASSED FAILED: the summary's line of a
+# stage whose "tests" are not meson's (release, package)
+record_stage() {
+	local name=$1 result=$2 start=$3 passed=$4 failed=$5 secs
+	if ((failed > 0)) && [[ $result == PASS ]]; then
+		result=FAIL
+	fi
+	secs=$(awk -v a="$start" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
+	printf '==== stage %s: %s in %ss (%d passed, %d failed, %d skipped)\n' \
+		"$name" "$result" "$secs" "$passed" "$failed" 0
+	stage_names+=("$name")
+	stage_results+=("$result")
+	stage_times+=("$secs")
+	stage_counts+=("$passed passed, $failed failed, 0 skipped")
+	total_passed=$((total_passed + passed))
+	total_failed=$((total_failed + failed))
+}
+
+# The release stage: the optimizer warns where -O2 -g does not (gcc's
+# -Wmaybe-uninitialized, -Wstringop-*); both compilers, warnings as errors.
+# What is shipped (the libraries, the command, the examples) is built, the
+# tests are not (they build with warnings as errors in the other stages):
+# CI's time budget.
+run_release_stage() {
+	local name=release start passed=0 failed=0 compiler
+	start=$(now)
+	printf '\n==== stage %s ====\n' "$name"
+	for compiler in gcc clang; do
+		if (export CC=$compiler && pc_setup_build "build-release-$compiler" "$werror" \
+			-Dbuildtype=release -Dtests=disabled); then
+			printf 'release %s: PASS\n' "$compiler"
+			passed=$((passed + 1))
+		else
+			printf 'release %s: FAIL (build)\n' "$compiler"
+			printf -- '---- release:%s: the -Dbuildtype=release build failed (build-release-%s)\n' \
+				"$compiler" "$compiler" >>"$failures"
+			failed=$((failed + 1))
+		fi
+	done
+	record_stage "$name" PASS "$start" "$passed" "$failed"
+}
+
+# The package stage: scripts/package.sh --check, one "test" per step.
+run_package_stage() {
+	local name=package start passed=0 failed=0 log rc=0 steps=6
+	start=$(now)
+	printf '\n==== stage %s ====\n' "$name"
+	log=$(mktemp)
+	# nocheck: the other stages run the suite; noautodbgsym: nobody here
+	# reads the -dbgsym packages
+	DEB_BUILD_OPTIONS="nocheck noautodbgsym ${DEB_BUILD_OPTIONS:-}" bash "$PC_ROOT/scripts/package.sh" --check \
+		2>&1 | tee "$log" || rc=$?
+	passed=$(grep -c '^package: [a-z]*: PASS' "$log" || true)
+	failed=$(grep -c '^package: [a-z]*: FAIL' "$log" || true)
+	grep '^package: [a-z]*: FAIL' "$log" | sed 's/^/---- /' >>"$failures" || true
+	if ((rc != 0 && failed == 0)) || ((passed + failed != steps)); then
+		printf -- '---- package: scripts/package.sh exited %d after %d of %d steps\n' \
+			"$rc" $((passed + failed)) "$steps" >>"$failures"
+		failed=$((failed + 1))
+	fi
+	rm -f "$log"
+	record_stage "$name" PASS "$start" "$passed" "$failed"
+}
+
+if ((!quick)); then
+	run_release_stage
+	run_package_stage
 fi
 
 status=0
