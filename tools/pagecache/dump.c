@@ -613,6 +613,25 @@ static void summary(struct dump_ctx *c, FILE *f, bool json, const char *out, int
 	}
 }
 
+/* The summary, on standard error when the snapshot went to standard
+ * output; the exit status once it is flushed. */
+static int end_output(struct dump_ctx *c, bool to_stdout, bool json, const char *out,
+		      int64_t size, const char *root)
+{
+	int status = c->errors ? PC_EXIT_FAILED : PC_EXIT_OK;
+
+	if (!to_stdout) {
+		summary(c, stdout, json, out, size, root);
+		return stdout_status(status);
+	}
+	summary(c, stderr, json, out, size, root);
+	if (fflush(stderr) != 0 || ferror(stderr)) {
+		cli_error(NULL, 0, "write error on standard error");
+		status = PC_EXIT_FAILED;
+	}
+	return status;
+}
+
 int cmd_dump(int argc, char **argv)
 {
 	struct dump_ctx c = { .rootfd = -1 };
@@ -628,8 +647,7 @@ int cmd_dump(int argc, char **argv)
 	bool json = false, to_stdout;
 	off_t out_start = 0;
 	int64_t size = -1;
-	int opt, ret = 0, status, rootfd = -1, fin;
-	FILE *sf;
+	int opt, ret = 0, rootfd = -1, fin;
 
 	selection_init(&sel);
 	c.fmt = SNAP_NATIVE;
@@ -851,14 +869,7 @@ int cmd_dump(int argc, char **argv)
 			size = st.st_size;
 		}
 	}
-	sf = to_stdout ? stderr : stdout;
-	summary(&c, sf, json, out, size, root);
-	status = c.errors ? PC_EXIT_FAILED : PC_EXIT_OK;
-	if (fflush(sf) != 0 || ferror(sf)) {
-		cli_error(NULL, 0, "write error on standard %s", sf == stdout ? "output" : "error");
-		status = PC_EXIT_FAILED;
-	}
-	ret = status;
+	ret = end_output(&c, to_stdout, json, out, size, root);
 	goto out;
 nomem:
 	progress_clear(&c.progress);

@@ -203,7 +203,6 @@ static int on_file(void *ctx, int fd, const struct stat *st, uint64_t mnt_id,
 	struct touch_ctx *c = ctx;
 	uint64_t ps = (uint64_t)pc_page_size();
 	uint64_t size, start, end, resident = 0, npages = 0;
-	struct pc_residency *r;
 	bool known;
 	int ret, flags;
 
@@ -238,13 +237,10 @@ static int on_file(void *ctx, int fd, const struct stat *st, uint64_t mnt_id,
 
 	known = true; /* nothing asked, nothing hidden */
 	if (end > start) {
-		ret = pc_residency(fd, start, end - start, PC_RES_COUNT_ONLY, &r);
+		ret = action_resident(fd, start, end - start, &resident, &npages);
 		if (ret < 0)
 			return ret;
-		known = pc_residency_quality(r) == PC_QUALITY_EXACT;
-		npages = pc_residency_npages(r);
-		resident = known ? pc_residency_resident(r) : 0;
-		pc_residency_free(r);
+		known = ret;
 	}
 	if (known) {
 		c->known_files++;
@@ -300,107 +296,106 @@ static const char *method_name(enum method m)
 	}
 }
 
+static int touch_option(void *ctx, int opt, char *arg)
+{
+	struct touch_ctx *c = ctx;
+
+	switch (opt) {
+	case OPT_JSON:
+		c->a.json = true;
+		return 1;
+	case OPT_RANGE:
+		if (parse_range(arg, &c->range_start, &c->range_end) < 0)
+			return usage_error("touch", "--range wants A-B with A < B (like 0-64M), not '%s'",
+					   arg);
+		c->has_range = true;
+		return 1;
+	case OPT_METHOD:
+		if (strcmp(arg, "populate") == 0)
+			c->method = METHOD_POPULATE;
+		else if (strcmp(arg, "readahead") == 0)
+			c->method = METHOD_READAHEAD;
+		else if (strcmp(arg, "willneed") == 0)
+			c->method = METHOD_WILLNEED;
+		else if (strcmp(arg, "io_uring") == 0)
+			c->method = METHOD_URING;
+		else
+			return usage_error("touch", "--method wants populate, readahead, willneed or io_uring, not '%s'",
+					   arg);
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static const struct action_cli touch_cli = {
+	.options = touch_options,
+	.usage_head = touch_usage_head,
+	.usage_tail = touch_usage_tail,
+	.option = touch_option,
+};
+
+static void json_totals(struct touch_ctx *c, double t)
+{
+	struct json *j = &c->a.rep.json;
+
+	action_json_totals(&c->a);
+	json_uint(j, "size", c->size);
+	json_uint(j, "bytes_read", c->bytes);
+	json_double(j, "seconds", t);
+	json_double(j, "bytes_per_second", t > 0 ? (double)c->bytes / t : 0);
+	json_cstring(j, "method", method_name(c->method));
+	json_uint(j, "known_files", c->known_files);
+	json_uint(j, "unknown_files", c->unknown_files);
+	json_uint(j, "pages", c->known_pages);
+	json_uint(j, "resident_after", c->resident);
+	action_json_end(&c->a);
+}
+
+static void text_totals(struct touch_ctx *c, double t)
+{
+	char rd[32], rate[32], res[32];
+
+	human_bytes(c->bytes, rd, sizeof(rd));
+	human_bytes(t > 0 ? (uint64_t)((double)c->bytes / t) : 0, rate, sizeof(rate));
+	human_bytes(c->resident * (uint64_t)pc_page_size(), res, sizeof(res));
+	printf("touched: %llu file%s, %s read in %.2f s (%s/s, %s)",
+	       (unsigned long long)c->a.files, c->a.files == 1 ? "" : "s", rd, t, rate,
+	       method_name(c->method));
+	if (c->known_files)
+		printf("; resident after %s (%llu/%llu pages) in the %llu known file%s", res,
+		       (unsigned long long)c->resident, (unsigned long long)c->known_pages,
+		       (unsigned long long)c->known_files, c->known_files == 1 ? "" : "s");
+	printf("; %llu unknown; %llu error%s; %llu skipped\n",
+	       (unsigned long long)c->unknown_files, (unsigned long long)c->a.errors,
+	       c->a.errors == 1 ? "" : "s", (unsigned long long)c->a.skipped);
+}
+
 int cmd_touch(int argc, char **argv)
 {
 	struct touch_ctx c = { 0 };
 	struct selection sel;
 	double t;
-	int opt, ret;
+	int ret;
 
 	selection_init(&sel);
 	c.a.cmd = "touch";
 	c.range_end = UINT64_MAX;
-	optind = 1;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":hqv" SELECTION_SHORT_OPTIONS, touch_options,
-				  NULL)) != -1) {
-		ret = selection_option(&sel, "touch", opt, optarg);
-		if (ret == -ENOMEM)
-			goto nomem;
-		if (ret > 1)
-			goto out;
-		if (ret == 1)
-			continue;
-		switch (opt) {
-		case 'h':
-			printf("%s%s%s", touch_usage_head, selection_help, touch_usage_tail);
-			ret = PC_EXIT_OK;
-			goto out;
-		case 'q': c.a.quiet = true; break;
-		case 'v': c.a.verbose = true; break;
-		case OPT_JSON: c.a.json = true; break;
-		case OPT_RANGE:
-			if (parse_range(optarg, &c.range_start, &c.range_end) < 0) {
-				ret = usage_error("touch", "--range wants A-B with A < B (like 0-64M), not '%s'",
-						  optarg);
-				goto out;
-			}
-			c.has_range = true;
-			break;
-		case OPT_METHOD:
-			if (strcmp(optarg, "populate") == 0)
-				c.method = METHOD_POPULATE;
-			else if (strcmp(optarg, "readahead") == 0)
-				c.method = METHOD_READAHEAD;
-			else if (strcmp(optarg, "willneed") == 0)
-				c.method = METHOD_WILLNEED;
-			else if (strcmp(optarg, "io_uring") == 0)
-				c.method = METHOD_URING;
-			else {
-				ret = usage_error("touch", "--method wants populate, readahead, willneed or io_uring, not '%s'",
-						  optarg);
-				goto out;
-			}
-			break;
-		default:
-			ret = usage_getopt_error("touch", opt, argv);
-			goto out;
-		}
-	}
-	ret = selection_check(&sel, "touch", argc - optind);
-	if (ret)
+	if (!action_options(&c.a, &sel, &touch_cli, &c, argc, argv, &ret))
 		goto out;
 	if (action_walk(&c.a, &sel, &touch_walk_ops, &c,
-			"   SIZE    READ RESIDENT QUALITY PATH\n", argc - optind, argv + optind) < 0)
-		goto nomem;
-	t = now_seconds() - c.a.progress.start;
-	if (c.a.json) {
-		struct json *j = &c.a.rep.json;
-
-		action_json_totals(&c.a);
-		json_uint(j, "size", c.size);
-		json_uint(j, "bytes_read", c.bytes);
-		json_double(j, "seconds", t);
-		json_double(j, "bytes_per_second", t > 0 ? (double)c.bytes / t : 0);
-		json_cstring(j, "method", method_name(c.method));
-		json_uint(j, "known_files", c.known_files);
-		json_uint(j, "unknown_files", c.unknown_files);
-		json_uint(j, "pages", c.known_pages);
-		json_uint(j, "resident_after", c.resident);
-		action_json_end(&c.a);
-	} else {
-		char rd[32], rate[32], res[32];
-
-		human_bytes(c.bytes, rd, sizeof(rd));
-		human_bytes(t > 0 ? (uint64_t)((double)c.bytes / t) : 0, rate, sizeof(rate));
-		human_bytes(c.resident * (uint64_t)pc_page_size(), res, sizeof(res));
-		printf("touched: %llu file%s, %s read in %.2f s (%s/s, %s)",
-		       (unsigned long long)c.a.files, c.a.files == 1 ? "" : "s", rd, t, rate,
-		       method_name(c.method));
-		if (c.known_files)
-			printf("; resident after %s (%llu/%llu pages) in the %llu known file%s", res,
-			       (unsigned long long)c.resident, (unsigned long long)c.known_pages,
-			       (unsigned long long)c.known_files, c.known_files == 1 ? "" : "s");
-		printf("; %llu unknown; %llu error%s; %llu skipped\n",
-		       (unsigned long long)c.unknown_files, (unsigned long long)c.a.errors,
-		       c.a.errors == 1 ? "" : "s", (unsigned long long)c.a.skipped);
+			"   SIZE    READ RESIDENT QUALITY PATH\n", argc - optind, argv + optind) < 0) {
+		progress_clear(&c.a.progress);
+		cli_error(NULL, 0, "out of memory");
+		ret = PC_EXIT_FAILED;
+		goto out;
 	}
+	t = now_seconds() - c.a.progress.start;
+	if (c.a.json)
+		json_totals(&c, t);
+	else
+		text_totals(&c, t);
 	ret = action_status(&c.a);
-	goto out;
-nomem:
-	progress_clear(&c.a.progress);
-	cli_error(NULL, 0, "out of memory");
-	ret = PC_EXIT_FAILED;
 out:
 	report_free(&c.a.rep);
 	selection_free(&sel);
