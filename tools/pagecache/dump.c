@@ -632,267 +632,334 @@ static int end_output(struct dump_ctx *c, bool to_stdout, bool json, const char 
 	return status;
 }
 
-int cmd_dump(int argc, char **argv)
-{
-	struct dump_ctx c = { .rootfd = -1 };
+/* One run of the command: its options, the root, the output, and how it
+ * ends. A step returns true to go on; false with status set (or nomem:
+ * "out of memory") to stop. */
+struct dump_run {
+	struct dump_ctx c;
 	struct selection sel;
-	struct pc_snapshot_info info = { .size = sizeof(info) };
-	struct pc_outfile *ho = NULL;
-	struct walk *w = NULL;
-	struct pipeline *pl = NULL;
-	const struct walk_ops *ops = &dump_walk_ops;
-	void *ops_ctx = &c;
-	const char *out = NULL, *root_arg = NULL;
-	char *root = NULL, **prefixes = NULL;
-	bool json = false, to_stdout;
-	off_t out_start = 0;
-	int64_t size = -1;
-	int opt, ret = 0, rootfd = -1, fin;
+	struct pc_snapshot_info info;
+	struct pc_outfile *ho;
+	struct walk *w;
+	struct pipeline *pl;
+	const char *out, *root_arg;
+	char *root, **prefixes;
+	char **paths;              /* the PATHs: argv[optind ...] */
+	int npaths;
+	bool json, to_stdout;
+	off_t out_start;
+	int64_t size;
+	int rootfd;
+	int status;
+	bool nomem;
+};
 
-	selection_init(&sel);
-	c.fmt = SNAP_NATIVE;
+static bool dump_option(struct dump_run *d, int opt, char **argv)
+{
+	switch (opt) {
+	case 'h':
+		fputs(dump_usage, stdout);
+		d->status = PC_EXIT_OK;
+		return false;
+	case 'o': d->out = optarg; break;
+	case OPT_ROOT: d->root_arg = optarg; break;
+	case OPT_FORMAT:
+		if (snap_parse_format(optarg, false, &d->c.fmt) < 0) {
+			d->status = usage_error("dump", "--format wants native or happycache, not '%s'",
+						optarg);
+			return false;
+		}
+		break;
+	case OPT_JSON: d->json = true; break;
+	case 'q': d->c.quiet = true; break;
+	case OPT_ALLOW_PERTURB: d->c.res_flags |= PC_RES_ALLOW_PERTURB; break;
+	default:
+		d->status = usage_getopt_error("dump", opt, argv);
+		return false;
+	}
+	return true;
+}
+
+/* The options, and what they must not be together. */
+static bool parse_args(struct dump_run *d, int argc, char **argv)
+{
+	int opt, ret;
+
 	optind = 1;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":ho:q" SELECTION_SHORT_OPTIONS, dump_options,
 				  NULL)) != -1) {
-		ret = selection_option(&sel, "dump", opt, optarg);
-		if (ret < 0)
-			goto nomem;
-		if (ret > 1)
-			goto out;
-		if (ret == 1) {
-			ret = 0;
-			continue; /* a selection option */
+		ret = selection_option(&d->sel, "dump", opt, optarg);
+		if (ret < 0) {
+			d->nomem = true;
+			return false;
 		}
-		switch (opt) {
-		case 'h':
-			fputs(dump_usage, stdout);
-			goto out;
-		case 'o': out = optarg; break;
-		case OPT_ROOT: root_arg = optarg; break;
-		case OPT_FORMAT:
-			if (snap_parse_format(optarg, false, &c.fmt) < 0) {
-				ret = usage_error("dump", "--format wants native or happycache, not '%s'",
-						  optarg);
-				goto out;
-			}
-			break;
-		case OPT_JSON: json = true; break;
-		case 'q': c.quiet = true; break;
-		case OPT_ALLOW_PERTURB: c.res_flags |= PC_RES_ALLOW_PERTURB; break;
-		default:
-			ret = usage_getopt_error("dump", opt, argv);
-			goto out;
+		if (ret > 1) {
+			d->status = ret;
+			return false;
 		}
+		if (ret == 0 && !dump_option(d, opt, argv))
+			return false;
 	}
-	if (sel.files_from || sel.npids) {
+	d->paths = argv + optind;
+	d->npaths = argc - optind;
+	if (d->sel.files_from || d->sel.npids)
 		/* paths are recorded relative to the root, from each PATH */
-		ret = usage_error("dump", "%s", "dump takes PATHs: no --files-from, no --pid");
-		goto out;
+		d->status = usage_error("dump", "%s", "dump takes PATHs: no --files-from, no --pid");
+	else if ((d->status = selection_check(&d->sel, "dump", d->npaths)))
+		;
+	else if (d->npaths == 0)
+		d->status = usage_error("dump", "%s", "no PATH given");
+	else if (!d->root_arg && d->npaths > 1)
+		d->status = usage_error("dump", "%s", "--root is needed with several PATHs");
+	if (d->status)
+		return false;
+	if (!d->out)
+		d->out = d->c.fmt == SNAP_HAPPYCACHE ? ".happycache.gz" : "pagecache.snapshot";
+	d->to_stdout = strcmp(d->out, "-") == 0;
+	if (d->to_stdout && isatty(STDOUT_FILENO)) {
+		d->status = usage_error("dump", "%s", "will not write a snapshot to a terminal");
+		return false;
 	}
-	ret = selection_check(&sel, "dump", argc - optind);
-	if (ret)
-		goto out;
-	if (optind >= argc) {
-		ret = usage_error("dump", "%s", "no PATH given");
-		goto out;
-	}
-	if (!root_arg && argc - optind > 1) {
-		ret = usage_error("dump", "%s", "--root is needed with several PATHs");
-		goto out;
-	}
-	if (!out)
-		out = c.fmt == SNAP_HAPPYCACHE ? ".happycache.gz" : "pagecache.snapshot";
-	to_stdout = strcmp(out, "-") == 0;
-	if (to_stdout && isatty(STDOUT_FILENO)) {
-		ret = usage_error("dump", "%s", "will not write a snapshot to a terminal");
-		goto out;
-	}
+	return true;
+}
 
-	if (!to_stdout) {
-		static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+/* The root: absolute and resolved, a directory (a file PATH's own), open. */
+static bool open_root(struct dump_run *d)
+{
+	const char *what = d->root_arg ? d->root_arg : d->paths[0];
 
-		sel.wo.stop = &got_signal;
-		catch_stop_signals(sigs, sizeof(sigs) / sizeof(sigs[0]), on_signal);
-	}
-	/* the root: absolute and resolved, a directory */
-	if (root_arg) {
-		root = realpath(root_arg, NULL);
+	if (d->root_arg) {
+		d->root = realpath(d->root_arg, NULL);
 	} else {
 		struct stat st;
 
-		root = realpath(argv[optind], NULL);
-		if (root && stat(root, &st) == 0 && !S_ISDIR(st.st_mode)) {
-			char *slash = strrchr(root, '/');
+		d->root = realpath(d->paths[0], NULL);
+		if (d->root && stat(d->root, &st) == 0 && !S_ISDIR(st.st_mode)) {
+			char *slash = strrchr(d->root, '/');
 
 			/* a file: its directory ("/" for a file in /) */
-			slash[slash == root ? 1 : 0] = '\0';
+			slash[slash == d->root ? 1 : 0] = '\0';
 		}
 	}
-	if (!root) {
-		ret = -errno;
-		cli_error(root_arg ? root_arg : argv[optind],
-			  strlen(root_arg ? root_arg : argv[optind]), "%s", strerror(-ret));
-		ret = PC_EXIT_FAILED;
-		goto out;
+	if (!d->root) {
+		cli_error(what, strlen(what), "%s", strerror(errno));
+		d->status = PC_EXIT_FAILED;
+		return false;
 	}
-	rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (rootfd < 0) {
-		cli_error(root, strlen(root), "the root: %s", strerror(errno));
-		ret = PC_EXIT_FAILED;
-		goto out;
+	d->rootfd = open(d->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (d->rootfd < 0) {
+		cli_error(d->root, strlen(d->root), "the root: %s", strerror(errno));
+		d->status = PC_EXIT_FAILED;
+		return false;
 	}
-	if (sel.wo.follow) {
-		c.follow = true;
-		c.rootfd = rootfd;
+	if (d->sel.wo.follow) {
+		d->c.follow = true;
+		d->c.rootfd = d->rootfd;
 	}
-	/* every PATH exists and lies beneath the root, or nothing is written
-	 * (a typo must not replace a good snapshot with an empty one) */
-	ret = 0;
-	prefixes = calloc((size_t)(argc - optind), sizeof(*prefixes));
-	if (!prefixes)
-		goto nomem;
-	for (int i = optind; i < argc; i++) {
-		char *real = realpath(argv[i], NULL);
+	return true;
+}
+
+/* Every PATH exists and lies beneath the root, or nothing is written (a
+ * typo must not replace a good snapshot with an empty one). */
+static bool check_paths(struct dump_run *d)
+{
+	bool ok = true;
+
+	d->prefixes = calloc((size_t)d->npaths, sizeof(*d->prefixes));
+	if (!d->prefixes) {
+		d->nomem = true;
+		return false;
+	}
+	for (int i = 0; i < d->npaths; i++) {
+		const char *arg = d->paths[i];
+		char *real = realpath(arg, NULL);
 
 		if (!real)
-			cli_error(argv[i], strlen(argv[i]), "%s", strerror(errno));
-		else if (!(prefixes[i - optind] = beneath_root(root, real)))
-			cli_error(argv[i], strlen(argv[i]), "%s", errno == ENOMEM ?
+			cli_error(arg, strlen(arg), "%s", strerror(errno));
+		else if (!(d->prefixes[i] = beneath_root(d->root, real)))
+			cli_error(arg, strlen(arg), "%s", errno == ENOMEM ?
 				  strerror(ENOMEM) : "not beneath the root");
-		if (!prefixes[i - optind])
-			ret = PC_EXIT_FAILED;
+		if (!d->prefixes[i])
+			ok = false;
 		free(real);
 	}
-	if (ret) {
-		cli_error(out, strlen(out), "%s", "no snapshot written");
-		goto out;
+	if (!ok) {
+		cli_error(d->out, strlen(d->out), "%s", "no snapshot written");
+		d->status = PC_EXIT_FAILED;
 	}
-	info.root = root;
+	return ok;
+}
+
+/* What the kernel does, as the snapshot records it. */
+static void detect_modes(struct dump_run *d)
+{
+	int ret;
+
+	d->info.root = d->root;
 	ret = pc_detect_mincore();
-	info.mincore_mode = ret > 0 ? ret : 0;
+	d->info.mincore_mode = ret > 0 ? ret : 0;
 	ret = pc_detect_cachestat();
-	info.cachestat_mode = ret > 0 ? ret : 0;
+	d->info.cachestat_mode = ret > 0 ? ret : 0;
 	/* not with a cold page of a file: dump changes no page cache */
-	ret = pc_detect_nowait_flags(rootfd, 0);
-	info.nowait_mode = ret > 0 ? ret : 0;
-	ret = 0;
+	ret = pc_detect_nowait_flags(d->rootfd, 0);
+	d->info.nowait_mode = ret > 0 ? ret : 0;
+}
 
-	{
-		struct stat st;
+static void add_self(struct dump_ctx *c, const struct stat *st)
+{
+	c->self[c->nself++] = (typeof(c->self[0])){ st->st_dev, st->st_ino };
+}
 
-		if (!to_stdout && stat(out, &st) == 0 && S_ISREG(st.st_mode))
-			c.self[c.nself++] = (typeof(c.self[0])){ st.st_dev, st.st_ino };
+/* The output (a temporary file beside it, or standard output) and its
+ * writer; the snapshot's own files, which the walk leaves out. */
+static bool open_output(struct dump_run *d)
+{
+	struct stat st;
+	int fd = STDOUT_FILENO, ret = 0;
+
+	if (!d->to_stdout && stat(d->out, &st) == 0 && S_ISREG(st.st_mode))
+		add_self(&d->c, &st);
+	if (!d->to_stdout) {
+		ret = pc_outfile_new_at(AT_FDCWD, d->out, 0600, PC_OUTFILE_KEEP_MODE, &d->ho);
+		fd = ret == 0 ? pc_outfile_fd(d->ho) : -1;
 	}
-	{
-		int fd = STDOUT_FILENO;
-
-		if (!to_stdout) {
-			ret = pc_outfile_new_at(AT_FDCWD, out, 0600, PC_OUTFILE_KEEP_MODE, &ho);
-			fd = ret == 0 ? pc_outfile_fd(ho) : -1;
-		}
-		if (ret == 0 && c.fmt == SNAP_HAPPYCACHE)
-			ret = hc_writer_new(fd, &c.hw);
-		else if (ret == 0)
-			ret = pc_snapshot_writer_new(fd, &info, &c.sw);
-	}
+	if (ret == 0 && d->c.fmt == SNAP_HAPPYCACHE)
+		ret = hc_writer_new(fd, &d->c.hw);
+	else if (ret == 0)
+		ret = pc_snapshot_writer_new(fd, &d->info, &d->c.sw);
 	if (ret < 0) {
-		cli_error(out, strlen(out), "cannot write the snapshot: %s", out_error(ret));
-		ret = PC_EXIT_FAILED;
-		goto out;
+		cli_error(d->out, strlen(d->out), "cannot write the snapshot: %s", out_error(ret));
+		d->status = PC_EXIT_FAILED;
+		return false;
 	}
-	if (to_stdout)
-		out_start = lseek(STDOUT_FILENO, 0, SEEK_CUR);
-	{
-		struct stat st;
-		int fd = to_stdout ? STDOUT_FILENO : pc_outfile_fd(ho);
+	if (d->to_stdout)
+		d->out_start = lseek(STDOUT_FILENO, 0, SEEK_CUR);
+	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+		add_self(&d->c, &st);
+	return true;
+}
 
-		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
-			c.self[c.nself++] = (typeof(c.self[0])){ st.st_dev, st.st_ino };
-	}
+/* One tree, the usual case: this thread reads the directories and opens
+ * the files, a second one (the pipeline, in the walk's order) measures
+ * them and writes the snapshot. With several paths the root prefix
+ * changes between them: one thread. */
+static bool walk_paths(struct dump_run *d)
+{
+	const struct walk_ops *ops = &dump_walk_ops;
+	void *ops_ctx = &d->c;
+	int ret = 0, fin;
 
-	c.max_size = sel.max_size;
-	progress_init(&c.progress, !c.quiet && isatty(STDERR_FILENO));
-	/* One tree, the usual case: this thread reads the directories and
-	 * opens the files, a second one (the pipeline, in the walk's order)
-	 * measures them and writes the snapshot. With several paths the root
-	 * prefix changes between them: one thread. */
-	if (argc - optind == 1 && pipeline_new(&dump_walk_ops, &c, &pl) == 0) {
+	d->c.max_size = d->sel.max_size;
+	progress_init(&d->c.progress, !d->c.quiet && isatty(STDERR_FILENO));
+	if (d->npaths == 1 && pipeline_new(&dump_walk_ops, &d->c, &d->pl) == 0) {
 		ops = &pipeline_walk_ops;
-		ops_ctx = pl;
+		ops_ctx = d->pl;
 	}
-	if (walk_new(&sel.wo, ops, ops_ctx, &w) < 0)
-		goto nomem;
-	for (int i = optind; i < argc && ret == 0 && !c.err; i++) {
+	if (walk_new(&d->sel.wo, ops, ops_ctx, &d->w) < 0) {
+		d->nomem = true;
+		return false;
+	}
+	for (int i = 0; i < d->npaths && ret == 0 && !d->c.err; i++) {
 		/* checked above; one replaced since is walk_path()'s to report */
-		c.prefix = prefixes[i - optind];
-		c.arg = argv[i];
-		c.arglen = strlen(argv[i]);
-		ret = walk_path(w, argv[i]);
+		d->c.prefix = d->prefixes[i];
+		d->c.arg = d->paths[i];
+		d->c.arglen = strlen(d->paths[i]);
+		ret = walk_path(d->w, d->paths[i]);
 	}
-	fin = pipeline_finish(&pl);
+	fin = pipeline_finish(&d->pl);
 	if (fin < 0)
 		ret = fin;
-	if (ret == -EINTR)
-		ret = 0; /* got_signal, below */
-	if (ret < 0)
-		goto nomem;
-	progress_clear(&c.progress);
+	if (ret < 0 && ret != -EINTR) { /* -EINTR: got_signal, below */
+		d->nomem = true;
+		return false;
+	}
+	progress_clear(&d->c.progress);
+	return true;
+}
 
-	/* finish: the end record, fsync, rename */
-	ret = c.err;
+/* The end record, fsync, rename; then the snapshot's size where it has one. */
+static bool finish_snapshot(struct dump_run *d)
+{
+	struct stat st;
+	int ret = d->c.err;
+
 	if (got_signal)
 		ret = -EINTR;
-	if (ret == 0 && c.sw)
-		ret = pc_snapshot_writer_finish(c.sw);
-	if (ret == 0 && c.hw)
-		ret = hc_writer_finish(c.hw);
-	if (ret == 0 && !to_stdout)
-		ret = pc_outfile_commit(ho);
+	if (ret == 0 && d->c.sw)
+		ret = pc_snapshot_writer_finish(d->c.sw);
+	if (ret == 0 && d->c.hw)
+		ret = hc_writer_finish(d->c.hw);
+	if (ret == 0 && !d->to_stdout)
+		ret = pc_outfile_commit(d->ho);
 	if (ret < 0) {
-		cli_error(out, strlen(out), "cannot write the snapshot: %s%s", out_error(ret),
-			  to_stdout ? "" : pc_outfile_in_place(ho) ? " (it is in place, but its directory "
-			  "could not be synced)" : " (nothing was written)");
-		ret = PC_EXIT_FAILED;
-		goto out;
+		cli_error(d->out, strlen(d->out), "cannot write the snapshot: %s%s", out_error(ret),
+			  d->to_stdout ? "" : pc_outfile_in_place(d->ho) ? " (it is in place, but its "
+			  "directory could not be synced)" : " (nothing was written)");
+		d->status = PC_EXIT_FAILED;
+		return false;
 	}
-	{
-		struct stat st;
+	if (d->to_stdout) {
+		off_t end = lseek(STDOUT_FILENO, 0, SEEK_CUR);
 
-		if (to_stdout) {
-			off_t end = lseek(STDOUT_FILENO, 0, SEEK_CUR);
+		if (d->out_start >= 0 && end >= d->out_start && fstat(STDOUT_FILENO, &st) == 0 &&
+		    S_ISREG(st.st_mode))
+			d->size = end - d->out_start;
+	} else if (fstat(pc_outfile_fd(d->ho), &st) == 0) {
+		d->size = st.st_size;
+	}
+	return true;
+}
 
-			if (out_start >= 0 && end >= out_start && fstat(STDOUT_FILENO, &st) == 0 &&
-			    S_ISREG(st.st_mode))
-				size = end - out_start;
-		} else if (fstat(pc_outfile_fd(ho), &st) == 0) {
-			size = st.st_size;
+static void dump_run_free(struct dump_run *d)
+{
+	pipeline_finish(&d->pl);
+	pc_snapshot_writer_free(d->c.sw);
+	hc_writer_free(d->c.hw);
+	pc_outfile_free(d->ho);
+	walk_free(d->w);
+	if (d->rootfd >= 0)
+		close(d->rootfd);
+	free(d->root);
+	for (int i = 0; d->prefixes && i < d->npaths; i++)
+		free(d->prefixes[i]);
+	free(d->prefixes);
+	buf_free(&d->c.rel);
+	selection_free(&d->sel);
+}
+
+int cmd_dump(int argc, char **argv)
+{
+	struct dump_run d = {
+		.c = { .rootfd = -1, .fmt = SNAP_NATIVE },
+		.info = { .size = sizeof(d.info) },
+		.rootfd = -1, .size = -1,
+	};
+
+	selection_init(&d.sel);
+	if (parse_args(&d, argc, argv)) {
+		if (!d.to_stdout) {
+			static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+
+			d.sel.wo.stop = &got_signal;
+			catch_stop_signals(sigs, sizeof(sigs) / sizeof(sigs[0]), on_signal);
+		}
+		if (open_root(&d) && check_paths(&d)) {
+			detect_modes(&d);
+			if (open_output(&d) && walk_paths(&d) && finish_snapshot(&d))
+				d.status = end_output(&d.c, d.to_stdout, d.json, d.out, d.size, d.root);
 		}
 	}
-	ret = end_output(&c, to_stdout, json, out, size, root);
-	goto out;
-nomem:
-	progress_clear(&c.progress);
-	cli_error(NULL, 0, "out of memory");
-	ret = PC_EXIT_FAILED;
-out:
-	pipeline_finish(&pl);
-	pc_snapshot_writer_free(c.sw);
-	hc_writer_free(c.hw);
-	pc_outfile_free(ho);
-	walk_free(w);
-	if (rootfd >= 0)
-		close(rootfd);
-	free(root);
-	for (int i = 0; prefixes && i < argc - optind; i++)
-		free(prefixes[i]);
-	free(prefixes);
-	buf_free(&c.rel);
-	selection_free(&sel);
+	if (d.nomem) {
+		progress_clear(&d.c.progress);
+		cli_error(NULL, 0, "out of memory");
+		d.status = PC_EXIT_FAILED;
+	}
+	dump_run_free(&d);
 	if (got_signal) {
 		/* nothing left behind: die of it, for the caller to see */
 		signal(got_signal, SIG_DFL);
 		raise(got_signal);
 	}
-	return ret;
+	return d.status;
 }
