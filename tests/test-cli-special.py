@@ -30,7 +30,7 @@ VALGRIND = ["valgrind", "--error-exitcode=3", "--leak-check=full",
             "--suppressions=" + os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                              "valgrind.supp")]
 
-def run(args, env=None, as_nobody=False):
+def run(args, env=None, as_nobody=False, timeout=TIMEOUT):
     cmd = [EXE] + args
     if UNDER_VALGRIND:
         cmd = VALGRIND + cmd
@@ -39,7 +39,7 @@ def run(args, env=None, as_nobody=False):
     e = dict(os.environ)
     e.update(env or {})
     p = subprocess.run(cmd, capture_output=True, env=e,
-                       timeout=TIMEOUT * (10 if UNDER_VALGRIND else 1))
+                       timeout=timeout * (10 if UNDER_VALGRIND else 1))
     err = p.stderr
     if UNDER_VALGRIND:
         check(p.returncode != 3, "valgrind found errors:\n" + err.decode(errors="replace"))
@@ -252,8 +252,11 @@ def case_sparse_1tib(env):
     set_pattern(p, [0, last // 2, last])
     if UNDER_VALGRIND:
         raise Skip("valgrind has no cachestat: a 2^28-page mincore walk")
+    # Without cachestat (before 6.5) the answer is a mincore walk of 2^28
+    # pages: 47 s per command in the 6.1 guest under TCG, more beside
+    # another test there. The bound is for a hang, not a speed check.
     for args in ([], ["--map"]):
-        rc, doc, err = run_json(args + [p])
+        rc, doc, err = run_json(args + [p], timeout=TIMEOUT * 5)
         f = one_file(doc, p)
         check(rc == 0 and f["pages"] == (1 << 40) // PS,
               f"{args}: {f}")
