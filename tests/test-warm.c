@@ -128,7 +128,7 @@ static unsigned char *wait_resident(const char *path, const struct pc_run *r, si
  * counts both). What pc_warm() asked for, before anything could take it
  * away again. Where cachestat is missing (valgrind), nothing to check.
  */
-static void assert_asked_for(int fd, const struct pc_run *r, size_t n)
+static void assert_asked_for(int fd, const struct pc_run *r, size_t n, uint64_t reclaimed)
 {
 	for (size_t i = 0; i < n; i++) {
 		struct pc_cachestat cs;
@@ -137,9 +137,18 @@ static void assert_asked_for(int fd, const struct pc_run *r, size_t n)
 		if (ret == -ENOSYS)
 			return;
 		ck_assert_int_eq(ret, 0);
-		ck_assert_msg(cs.cache == r[i].npages, "run at %llu: %llu of %llu pages asked for",
+		if (cs.cache == r[i].npages)
+			continue;
+		/* the kernel may take a page that landed before cachestat
+		 * looks (DAMON, doc/design.md): then wait_resident_again()
+		 * reads what went, and a shortfall without reclaim fails */
+		ck_assert_msg(pc_test_reclaimed_pages(1) != reclaimed,
+			      "run at %llu: %llu of %llu pages asked for",
 			      (unsigned long long)r[i].page, (unsigned long long)cs.cache,
 			      (unsigned long long)r[i].npages);
+		printf("note: run at %llu: %llu of %llu pages there while the kernel reclaimed\n",
+		       (unsigned long long)r[i].page, (unsigned long long)cs.cache,
+		       (unsigned long long)r[i].npages);
 	}
 }
 
@@ -288,10 +297,12 @@ static void stream_one_run(const char *name, struct pc_run run)
 	struct pc_warm_stats st = { .size = sizeof(st) };
 	const char *f = pc_test_make_file(name, BIG_PAGES, 0644, -1, -1);
 	unsigned char *vec;
+	uint64_t reclaimed;
 	int fd = open(f, O_RDONLY | O_CLOEXEC);
 
 	ck_assert_int_ge(fd, 0);
 	pc_test_set_pattern(f, NULL, 0);
+	reclaimed = pc_test_reclaimed_pages(1);
 	ck_assert_int_eq(pc_warm(fd, &run, 1, &o, &st), (int64_t)(run.npages * ps()));
 	ck_assert_uint_eq(st.pages_read, run.npages);
 	ck_assert_uint_eq(st.pages_resident, 0);
@@ -300,7 +311,7 @@ static void stream_one_run(const char *name, struct pc_run run)
 		ck_assert_msg(st.pages_streamed > 0, "%s: nothing streamed", name);
 	else
 		ck_assert_uint_eq(st.pages_streamed, 0);
-	assert_asked_for(fd, &run, 1);
+	assert_asked_for(fd, &run, 1, reclaimed);
 	vec = wait_resident_again(f, fd, &run, 1);
 	for (uint64_t p = 0; p < BIG_PAGES; p++)
 		if (p < run.page || p >= run.page + run.npages)
@@ -364,7 +375,7 @@ static void stream_partly_resident(const char *name, struct pc_run before)
 			continue;
 		}
 		ck_assert_uint_le(seen, before.npages);
-		assert_asked_for(fd, &all, 1);
+		assert_asked_for(fd, &all, 1, reclaimed);
 		free(wait_resident_again(f, fd, &all, 1));
 		break;
 	}
