@@ -1596,11 +1596,19 @@ static double now_s(void)
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
+/*
+ * A sparse file past 4 GiB, answered with bounded memory. 1 TiB where
+ * cachestat answers the count in one call; where it is missing (before
+ * 6.5, valgrind) the answer is a mincore walk, 2^28 pages of it for 1 TiB
+ * (44 s per call in the 6.1 guest under emulation), so 16 GiB there:
+ * still page indexes past 2^20 and offsets past 2^32.
+ */
 START_TEST(sparse_1tib_file_bounded_memory)
 {
-	const uint64_t size = UINT64_C(1) << 40, npages = size / ps;
+	const uint64_t size = have_cachestat() ? UINT64_C(1) << 40 : UINT64_C(1) << 34;
+	const uint64_t npages = size / ps;
 	const uint64_t p[] = { 0, npages / 2 + 7, npages - 1 };
-	const long bitmap_kib = (long)(npages / 8 / 1024); /* 32 MiB on 4 KiB pages */
+	const long bitmap_kib = (long)(npages / 8 / 1024); /* 32 MiB for 1 TiB of 4 KiB pages */
 	const char *path = sub("tera");
 	struct pc_residency *r = NULL;
 	struct pc_run run;
@@ -1608,15 +1616,10 @@ START_TEST(sparse_1tib_file_bounded_memory)
 	double t;
 	int fd;
 
-	if (pc_test_under_valgrind()) {
-		/* without cachestat, the answer is mincore over 2^28 pages */
-		pc_test_skip("sparse_1tib", "valgrind has no cachestat: a 2^28-page mincore walk");
-		return;
-	}
 	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	ck_assert_int_ge(fd, 0);
 	if (ftruncate(fd, (off_t)size) < 0) {
-		pc_test_skip("sparse_1tib", "the filesystem refuses a 1 TiB size");
+		pc_test_skip("sparse_1tib", "the filesystem refuses a sparse file that large");
 		close(fd);
 		return;
 	}
@@ -1629,14 +1632,15 @@ START_TEST(sparse_1tib_file_bounded_memory)
 	ck_assert_int_eq(pc_residency(fd, 0, 0, PC_RES_COUNT_ONLY, &r), 0);
 	t = now_s() - t;
 	peak = vm_kib("VmHWM");
-	printf("sparse_1tib: count only %.3f s, peak RSS +%ld KiB\n", t, peak - base);
+	printf("sparse_1tib: %llu GiB, count only %.3f s, peak RSS +%ld KiB\n",
+	       (unsigned long long)(size >> 30), t, peak - base);
 	ck_assert_int_eq(pc_residency_quality(r), PC_QUALITY_EXACT);
 	ck_assert_uint_eq(pc_residency_npages(r), npages);
 	ck_assert_uint_eq(pc_residency_resident(r), ARRAY_LEN(p));
 	ck_assert_int_eq(pc_residency_test(r, 0), -ENODATA);
 	pc_residency_free(r);
-	if (have_cachestat()) /* one cachestat call: no bitmap, no window */
-		ck_assert_int_lt(peak - base, 4096);
+	/* one cachestat call: no bitmap, no window; or mincore's window */
+	ck_assert_int_lt(peak - base, have_cachestat() ? 4096 : 8192);
 
 	reset_hwm();
 	base = vm_kib("VmRSS");
