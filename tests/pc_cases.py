@@ -221,12 +221,32 @@ def reclaimed_pages(refresh_damon=False):
     return total
 
 
+def shard():
+    """(K, N) from PC_CASES_SHARD=K/N (1 <= K <= N): this run takes every
+    Nth case from the Kth on, so that N runs side by side run each case
+    once (tests/vm/vmtests.py splits the guest's longest tests so). (1, 1)
+    without it; a malformed value is an error, not a silent full run."""
+    value = os.environ.get("PC_CASES_SHARD")
+    if not value:
+        return 1, 1
+    try:
+        k, n = (int(x) for x in value.split("/"))
+    except ValueError:
+        k = n = 0
+    if not 1 <= k <= n:
+        raise SystemExit(f"PC_CASES_SHARD={value!r}: not K/N with 1 <= K <= N")
+    return k, n
+
+
 def run_cases(cases, make_env, only=None):
     """Run each case(env) with env = make_env(); env.cleanup() after.
-    only: case names to run (None: all). Returns the number of failed
-    cases."""
+    only: case names to run (None: all); PC_CASES_SHARD (shard()) takes a
+    share of them. Returns the number of failed cases."""
     failed = 0
-    for case in cases:
+    k, n = shard()
+    if n > 1:
+        print(f"shard {k}/{n}: {len(cases[k - 1::n])} of {len(cases)} cases")
+    for case in cases[k - 1::n]:
         name = case.__name__[len("case_"):]
         if only and name not in only:
             continue

@@ -1890,28 +1890,51 @@ START_TEST(cachestat_enosys)
 }
 END_TEST
 
+/*
+ * The cases of this run's share (pc_test_shard()): each iteration of a loop
+ * test is a case, numbered from offset. The scenarios that detect RWF_NOWAIT
+ * semantics (every child anew: about a second each without cachestat) sit
+ * next to each other; the offsets of the three fault kinds spread them over
+ * the parts.
+ */
+static void add_cases(TCase *tc, const TTest *t, int count, unsigned int offset)
+{
+	unsigned int k, n;
+
+	pc_test_shard(&k, &n);
+	for (int i = 0; i < count; i++)
+		if (((unsigned int)i + offset) % n == k)
+			_tcase_add_test(tc, t, 0, 0, i, i + 1);
+}
+
 int main(void)
 {
 	Suite *s = suite_create("faults");
 	TCase *tc = tcase_create("faults");
+	const int nscen = (int)PC_ARRAY_SIZE(scenarios);
+	unsigned int k, n;
 	SRunner *sr;
 	int failed;
 
 	ps = (uint64_t)pc_page_size();
 	pc_test_dir(); /* exits 77 on tmpfs; forked tests share it */
 	tcase_set_timeout(tc, 1200);
-	tcase_add_loop_test(tc, malloc_failure_once, 0, PC_ARRAY_SIZE(scenarios));
-	tcase_add_loop_test(tc, malloc_failure_persisting, 0, PC_ARRAY_SIZE(scenarios));
-	tcase_add_loop_test(tc, emfile, 0, PC_ARRAY_SIZE(scenarios));
-	tcase_add_test(tc, emfile_without_spare_descriptors);
-	tcase_add_loop_test(tc, mmap_failure_under_rlimit_as, 0, PC_ARRAY_SIZE(as_cases));
-	tcase_add_test(tc, eintr_and_short_reads);
-	tcase_add_test(tc, eintr_and_short_writes);
-	tcase_add_loop_test(tc, enospc_leaves_the_older_snapshot, 0, 3);
-	tcase_add_test(tc, truncated_or_deleted_after_open);
-	tcase_add_test(tc, truncated_while_scanned);
-	tcase_add_test(tc, snapshot_appended_while_read);
-	tcase_add_test(tc, cachestat_enosys);
+	pc_test_shard(&k, &n);
+	if (n > 1)
+		printf("shard %u/%u of the cases\n", k + 1, n);
+	fflush(stdout); /* not once more from every forked case */
+	add_cases(tc, malloc_failure_once, nscen, 0);
+	add_cases(tc, malloc_failure_persisting, nscen, 1);
+	add_cases(tc, emfile, nscen, 0);
+	add_cases(tc, emfile_without_spare_descriptors, 1, 0);
+	add_cases(tc, mmap_failure_under_rlimit_as, (int)PC_ARRAY_SIZE(as_cases), 1);
+	add_cases(tc, eintr_and_short_reads, 1, 1);
+	add_cases(tc, eintr_and_short_writes, 1, 0);
+	add_cases(tc, enospc_leaves_the_older_snapshot, 3, 1);
+	add_cases(tc, truncated_or_deleted_after_open, 1, 0);
+	add_cases(tc, truncated_while_scanned, 1, 1);
+	add_cases(tc, snapshot_appended_while_read, 1, 0);
+	add_cases(tc, cachestat_enosys, 1, 1);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	pc_test_cases_dir(); /* a failed case leaves no directory behind */

@@ -347,6 +347,24 @@ int pc_test_is_root(void)
 	return geteuid() == 0;
 }
 
+void pc_test_shard(unsigned int *k, unsigned int *n)
+{
+	const char *v = getenv("PC_CASES_SHARD");
+	unsigned int kk, nn;
+	char end;
+
+	*k = 0;
+	*n = 1;
+	if (!v || !*v)
+		return;
+	if (sscanf(v, "%u/%u%c", &kk, &nn, &end) != 2 || kk < 1 || kk > nn) {
+		fprintf(stderr, "PC_CASES_SHARD=%s: not K/N with 1 <= K <= N\n", v);
+		exit(2);
+	}
+	*k = kk - 1;
+	*n = nn;
+}
+
 void pc_test_skip(const char *what, const char *why)
 {
 	printf("SKIP: %s: %s\n", what, why);

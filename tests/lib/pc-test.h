@@ -53,6 +53,12 @@ int pc_test_under_valgrind(void);
 /* 1 when running as root. */
 int pc_test_is_root(void);
 
+/* This run's share of a test split into parts that run side by side
+ * (tests/vm/vmtests.py): PC_CASES_SHARD=K/N gives *k = K - 1 and *n = N;
+ * unset, 0 and 1. A malformed value ends the test (exit 2). A test takes
+ * the cases whose number modulo N is *k. */
+void pc_test_shard(unsigned int *k, unsigned int *n);
+
 /* Pages the kernel has taken from the page cache so far: /proc/vmstat's
  * pgsteal_anon and pgsteal_file, and what DAMON's pageout schemes paged
  * out (which does not move pgsteal: doc/design.md) as of their last
